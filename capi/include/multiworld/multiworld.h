@@ -1,0 +1,251 @@
+/*
+ * multiworld: elastic, fault-isolated process groups ("worlds") with a
+ * stable C ABI.
+ *
+ * This is the only public header. Conventions:
+ *   - Functions that can fail return mw_status_t; details are in
+ *     mw_last_error(), a thread-local message of the calling thread.
+ *   - Handles are opaque. Output parameters come last. *_free / *_destroy
+ *     accept NULL.
+ *   - No function throws, aborts or calls exit(), whatever its input.
+ *
+ * Thread safety: every function may be called from any thread, at the same
+ * time as any other function, with these exceptions:
+ *   - mw_world_destroy(w) must not run concurrently with any other call that
+ *     passes the same world handle `w`; after it returns `w` is invalid.
+ *   - mw_context_free(ctx) must not run concurrently with any other call on
+ *     that context or on its worlds and requests; it destroys the context's
+ *     remaining worlds, so their handles become invalid too.
+ *   - mw_request_free(r) must not run concurrently with another call on `r`.
+ *   - mw_config_set on one config must not race with itself or with
+ *     mw_context_new reading that config.
+ *
+ * Ordering: operations on one world run in the order they were issued, like
+ * work on a CUDA stream. Point-to-point transfers are posted to the peer at
+ * issue time, so a send and its matching recv never wait on each other's
+ * issue order; completions of one world are reported in issue order.
+ * Collectives must be issued in the same order on every member.
+ */
+#ifndef MULTIWORLD_MULTIWORLD_H
+#define MULTIWORLD_MULTIWORLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The library version, defined here and nowhere else. */
+#define MW_VERSION_MAJOR 0
+#define MW_VERSION_MINOR 1
+#define MW_VERSION_PATCH 0
+
+#if defined(_WIN32)
+#define MW_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define MW_API __attribute__((visibility("default")))
+#else
+#define MW_API
+#endif
+
+#ifdef __cplusplus
+#define MW_NOEXCEPT noexcept
+extern "C" {
+#else
+#define MW_NOEXCEPT
+#endif
+
+typedef enum {
+  MW_OK = 0,
+  MW_IN_PROGRESS = 1,            /* mw_test: request not finished yet */
+  MW_ERR_INVALID_ARGUMENT = -1,
+  MW_ERR_NOT_FOUND = -2,
+  MW_ERR_ALREADY_EXISTS = -3,    /* e.g. a rank of a world claimed twice */
+  MW_ERR_TIMEOUT = -4,
+  MW_ERR_WORLD_BROKEN = -5,      /* a member failed; the world is unusable */
+  MW_ERR_STORE = -6,             /* Redis unreachable, auth failure, bad data */
+  MW_ERR_BACKEND = -7,           /* NCCL/Gloo error not attributed to a peer */
+  MW_ERR_UNSUPPORTED = -8,       /* e.g. NCCL not built in, no GPU, dtype/op combo */
+  MW_ERR_CANCELLED = -9,         /* request's world was destroyed */
+  MW_ERR_INTERNAL = -10,
+  MW_ERR_NO_MEMORY = -11
+} mw_status_t;
+
+typedef enum { MW_BACKEND_GLOO = 1, MW_BACKEND_NCCL = 2 } mw_backend_t;
+
+/* Element types, 0..9. MW_FLOAT16 is IEEE binary16, MW_BFLOAT16 is the upper
+ * half of a binary32; both are reduced on the CPU through float32 with
+ * round-to-nearest-even back to 16 bits. */
+typedef enum {
+  MW_INT8, MW_UINT8, MW_INT32, MW_UINT32, MW_INT64, MW_UINT64,
+  MW_FLOAT16, MW_BFLOAT16, MW_FLOAT32, MW_FLOAT64
+} mw_dtype_t;
+
+/* Reduction operations, 0..4. MW_AVG is the sum divided by the world size;
+ * on integer dtypes the division truncates toward zero (as C's `/`), and
+ * the sum wraps modulo 2^bits like unsigned arithmetic. */
+typedef enum { MW_SUM, MW_PROD, MW_MIN, MW_MAX, MW_AVG } mw_redop_t;
+
+typedef enum { MW_WORLD_READY = 1, MW_WORLD_BROKEN = 2 } mw_world_state_t;
+
+typedef struct mw_config mw_config_t;
+typedef struct mw_context mw_context_t;
+typedef struct mw_world mw_world_t;
+typedef struct mw_request mw_request_t;
+
+/* ---- library ------------------------------------------------------------ */
+MW_API const char* mw_version_string(void) MW_NOEXCEPT;
+MW_API void mw_version(int* major, int* minor, int* patch) MW_NOEXCEPT;
+MW_API const char* mw_status_string(mw_status_t s) MW_NOEXCEPT;
+/* Never NULL. May be stale after a later successful call. */
+MW_API const char* mw_last_error(void) MW_NOEXCEPT;
+/* 1 if the backend is compiled in and usable on this machine, else 0. */
+MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
+
+/* ---- configuration ------------------------------------------------------
+ * String keys, string values. Keys:
+ *   redis_url             "redis://[user:pass@]host:port[/db]" or
+ *                         "unix:///path/to.sock"; default: env MW_REDIS_URL,
+ *                         else redis://127.0.0.1:6379
+ *   namespace             key prefix in Redis, default "mw"
+ *                         (1..64 chars of [A-Za-z0-9._:-])
+ *   heartbeat_interval_ms how often this process refreshes its heartbeat and
+ *                         checks its peers', default 100
+ *   heartbeat_timeout_ms  a peer whose heartbeat has not moved for this long
+ *                         breaks every world it shares with us, default 1000
+ *   op_timeout_ms         an operation running longer breaks its world;
+ *                         0 = no limit (default)
+ *   bind_address          IP or host name the data transport listens on;
+ *                         default: env MW_BIND_ADDRESS, else this host's name
+ *   log_level             off, error, warn (default), info, debug
+ *   store_timeout_ms      one Redis round trip, default 2000
+ * Unknown key or unparsable value -> MW_ERR_INVALID_ARGUMENT.
+ */
+MW_API mw_status_t mw_config_new(mw_config_t** out) MW_NOEXCEPT;
+MW_API mw_status_t mw_config_set(mw_config_t* cfg, const char* key, const char* value) MW_NOEXCEPT;
+MW_API void mw_config_free(mw_config_t* cfg) MW_NOEXCEPT;
+
+/* ---- context ------------------------------------------------------------
+ * One per process is typical; owns the Redis connections, the heartbeat and
+ * watchdog thread and the completion queue. `cfg` is copied; NULL means
+ * defaults. Fails with MW_ERR_STORE when Redis cannot be reached. */
+MW_API mw_status_t mw_context_new(const mw_config_t* cfg, mw_context_t** out) MW_NOEXCEPT;
+MW_API void mw_context_free(mw_context_t* ctx) MW_NOEXCEPT; /* destroys remaining worlds */
+
+/* ---- worlds -------------------------------------------------------------
+ * Collective over the `size` members: blocks until every rank joined or
+ * timeout_ms passed (MW_ERR_TIMEOUT). `device` is the CUDA ordinal for NCCL
+ * and ignored for Gloo. Names: 1..128 chars of [A-Za-z0-9._:-].
+ * Errors: a rank already claimed by a live process -> MW_ERR_ALREADY_EXISTS;
+ * members disagreeing on `size` -> MW_ERR_INVALID_ARGUMENT on every member
+ * that is waiting; Redis down -> MW_ERR_STORE. Each successful creation is
+ * a new incarnation (epoch) of the name, so a name can be created again
+ * after its previous incarnation broke. */
+MW_API mw_status_t mw_world_create(mw_context_t* ctx, const char* name, int rank, int size,
+                                   mw_backend_t backend, int device, int timeout_ms,
+                                   mw_world_t** out) MW_NOEXCEPT;
+/* Bounded time, never hangs, healthy or broken. Pending requests complete
+ * with MW_ERR_CANCELLED. The other members see the world break. */
+MW_API mw_status_t mw_world_destroy(mw_world_t* world) MW_NOEXCEPT;
+MW_API mw_world_state_t mw_world_state(const mw_world_t* world) MW_NOEXCEPT;
+MW_API int mw_world_rank(const mw_world_t* world) MW_NOEXCEPT;   /* -1 for NULL */
+MW_API int mw_world_size(const mw_world_t* world) MW_NOEXCEPT;   /* -1 for NULL */
+MW_API const char* mw_world_name(const mw_world_t* world) MW_NOEXCEPT; /* "" for NULL */
+/* The incarnation number Redis gave this world at creation (>= 1). */
+MW_API uint64_t mw_world_epoch(const mw_world_t* world) MW_NOEXCEPT;
+
+/* ---- operations ---------------------------------------------------------
+ * All return at once; the buffers must stay valid and unmodified until the
+ * request completes. Counts are in elements of `dt`; count 0 is allowed.
+ *   send/recv        the recv's byte size must equal the send's; otherwise
+ *                    the recv completes with MW_ERR_INVALID_ARGUMENT naming
+ *                    both sizes and the world stays usable (the bytes that
+ *                    fit may have been written).
+ *   broadcast        `count` elements from root's buf into everyone's buf.
+ *   allreduce        `count` elements.
+ *   reduce           result in root's recvbuf; recvbuf is ignored elsewhere.
+ *   allgather        recvbuf holds size * sendcount elements, rank-major.
+ *   gather           root's recvbuf holds size * sendcount elements.
+ *   scatter          root's sendbuf holds size * recvcount elements.
+ *   reduce_scatter   sendbuf holds size * recvcount elements; this rank gets
+ *                    the reduced block `rank`.
+ *   alltoall         both buffers hold size * count elements; block j of
+ *                    sendbuf goes to rank j.
+ * In place (sendbuf == recvbuf): allreduce and reduce reduce in place;
+ * allgather and gather take this rank's contribution from its block of
+ * recvbuf; scatter leaves root's block where it is; reduce_scatter writes
+ * the result to the start of the buffer; alltoall exchanges in place.
+ * On a broken world these fail at once with MW_ERR_WORLD_BROKEN. */
+MW_API mw_status_t mw_send_async(mw_world_t* w, const void* buf, size_t count, mw_dtype_t dt,
+                                 int dst, mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_recv_async(mw_world_t* w, void* buf, size_t count, mw_dtype_t dt,
+                                 int src, mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_broadcast_async(mw_world_t* w, void* buf, size_t count, mw_dtype_t dt,
+                                      int root, mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_allreduce_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                      size_t count, mw_dtype_t dt, mw_redop_t op,
+                                      mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_reduce_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                   size_t count, mw_dtype_t dt, mw_redop_t op, int root,
+                                   mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_allgather_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                      size_t sendcount, mw_dtype_t dt,
+                                      mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_gather_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                   size_t sendcount, mw_dtype_t dt, int root,
+                                   mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_scatter_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                    size_t recvcount, mw_dtype_t dt, int root,
+                                    mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_reduce_scatter_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                           size_t recvcount, mw_dtype_t dt, mw_redop_t op,
+                                           mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_alltoall_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                     size_t count, mw_dtype_t dt,
+                                     mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_barrier_async(mw_world_t* w, mw_request_t** req) MW_NOEXCEPT;
+
+/* ---- completion ---------------------------------------------------------
+ * A request's final status is reported once to the program: by mw_test or
+ * mw_wait returning it, or by mw_poll delivering it, whichever comes first.
+ * After that mw_test/mw_wait keep returning the same status. */
+MW_API mw_status_t mw_test(mw_request_t* req) MW_NOEXCEPT; /* MW_IN_PROGRESS, MW_OK or the error */
+/* -1 = forever; MW_ERR_TIMEOUT leaves req valid and still running. */
+MW_API mw_status_t mw_wait(mw_request_t* req, int timeout_ms) MW_NOEXCEPT;
+MW_API void mw_request_set_user_data(mw_request_t* req, uint64_t user_data) MW_NOEXCEPT;
+MW_API uint64_t mw_request_user_data(const mw_request_t* req) MW_NOEXCEPT;
+/* A pending request is detached: it still runs, its completion is dropped. */
+MW_API void mw_request_free(mw_request_t* req) MW_NOEXCEPT;
+
+typedef struct {
+  mw_request_t* request; /* still owned by the caller: free it */
+  mw_world_t* world;     /* NULL once that world was destroyed */
+  uint64_t user_data;
+  mw_status_t status;
+} mw_completion_t;
+/* Fills up to `max` completions of this context's requests, each exactly
+ * once; waits up to timeout_ms (0 = just look, -1 = forever) for the first
+ * one without spinning. A freed request's completion is never delivered.
+ * Returns MW_OK with *n_out = 0 when the timeout passed with none. */
+MW_API mw_status_t mw_poll(mw_context_t* ctx, mw_completion_t* out, size_t max, int timeout_ms,
+                           size_t* n_out) MW_NOEXCEPT;
+
+/* ---- events -------------------------------------------------------------
+ * World state changes and store outages, in the order they happened. */
+typedef enum {
+  MW_EVENT_WORLD_BROKEN = 1,
+  MW_EVENT_STORE_DOWN = 2,
+  MW_EVENT_STORE_UP = 3
+} mw_event_type_t;
+typedef struct {
+  mw_event_type_t type;
+  mw_world_t* world; /* NULL for store events and for destroyed worlds */
+  char world_name[129];
+  int peer_rank;      /* the member blamed, -1 if unknown */
+  mw_status_t reason;
+  char detail[256];
+} mw_event_t;
+/* MW_ERR_TIMEOUT if none arrived within timeout_ms (0 = just look, -1 = forever). */
+MW_API mw_status_t mw_next_event(mw_context_t* ctx, mw_event_t* out, int timeout_ms) MW_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MULTIWORLD_MULTIWORLD_H */

@@ -1,0 +1,74 @@
+#include "capi/src/boundary.h"
+
+using namespace mw;
+using namespace mw::capi;
+
+namespace {
+
+// A final error status also leaves the request's reason as the last error.
+mw_status_t reportRequest(Request* r, Status s) {
+  if (s == Status::Ok || s == Status::InProgress) return toC(s);
+  return fail(s, r->detail());
+}
+
+}  // namespace
+
+extern "C" {
+
+MW_API mw_status_t mw_test(mw_request_t* req) noexcept {
+  return guarded([&] {
+    requireNonNull(req, "req");
+    return reportRequest(request(req), request(req)->test());
+  });
+}
+
+MW_API mw_status_t mw_wait(mw_request_t* req, int timeout_ms) noexcept {
+  return guarded([&] {
+    requireNonNull(req, "req");
+    auto timeout = timeoutArg(timeout_ms, "timeout_ms");
+    Status s = request(req)->wait(timeout);
+    if (s == Status::InProgress) {
+      return fail(Status::Timeout, "request still running after " + std::to_string(timeout_ms) + " ms");
+    }
+    return reportRequest(request(req), s);
+  });
+}
+
+MW_API void mw_request_set_user_data(mw_request_t* req, uint64_t user_data) noexcept {
+  if (req) request(req)->setUserData(user_data);
+}
+
+MW_API uint64_t mw_request_user_data(const mw_request_t* req) noexcept {
+  return req ? request(req)->userData() : 0;
+}
+
+MW_API void mw_request_free(mw_request_t* req) noexcept {
+  if (!req) return;
+  try {
+    request(req)->release();
+  } catch (...) {
+  }
+}
+
+MW_API mw_status_t mw_poll(mw_context_t* c, mw_completion_t* out, size_t max, int timeout_ms,
+                           size_t* n_out) noexcept {
+  return guarded([&] {
+    requireNonNull(n_out, "n_out");
+    *n_out = 0;
+    requireNonNull(c, "ctx");
+    if (max > 0) requireNonNull(out, "out");
+    auto timeout = timeoutArg(timeout_ms, "timeout_ms");
+    auto done = ctx(c)->completions()->pop(max, timeout);
+    for (size_t i = 0; i < done.size(); ++i) {
+      Request* r = done[i].get();
+      out[i].request = handle(r);
+      out[i].world = liveHandle(r->world());
+      out[i].user_data = r->userData();
+      out[i].status = toC(r->test());
+    }
+    *n_out = done.size();
+    return MW_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,128 @@
+#include "core/backends/gloo/gloo_communicator.h"
+
+#include <map>
+
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/address.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/types.h>
+
+#include "core/backends/gloo/gloo_collectives.h"
+#include "core/backends/gloo/gloo_store.h"
+#include "core/error.h"
+
+namespace mw {
+namespace {
+
+// Gloo's address blob for rank `peer` lists one address per other rank;
+// ours is at the same position connectFullMesh reads it from.
+std::vector<char> addressFor(const std::vector<char>& all, int peer, int rank, int size) {
+  int index = rank > peer ? rank - 1 : rank;
+  size_t each = all.size() / static_cast<size_t>(size - 1);
+  return std::vector<char>(all.begin() + static_cast<long>(index * each),
+                           all.begin() + static_cast<long>((index + 1) * each));
+}
+
+}  // namespace
+
+std::shared_ptr<gloo::transport::Device> makeGlooDevice(const std::string& bind_address) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = bind_address;
+  try {
+    return gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    throw Error(Status::InvalidArgument,
+                "cannot use bind_address '" + bind_address + "' for the Gloo transport: " + e.what());
+  }
+}
+
+std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
+    const std::shared_ptr<gloo::transport::Device>& device, RedisPool& pool,
+    const std::string& store_prefix, int rank, int size, Deadline deadline) {
+  GlooStore store(pool, store_prefix, size, deadline);
+  auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
+  // Bounds the pair connections; every later wait passes its own timeout.
+  ctx->setTimeout(std::max(remaining(deadline), std::chrono::milliseconds(1)));
+  try {
+    auto dev = device;
+    ctx->connectFullMesh(store, dev);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    if (remaining(deadline).count() == 0) {
+      throw Error(Status::Timeout, std::string("connecting the Gloo mesh timed out: ") + e.what());
+    }
+    throw Error(Status::Backend, std::string("connecting the Gloo mesh failed: ") + e.what());
+  }
+  std::map<std::string, int> peer_by_address;
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    auto blob = store.get(std::to_string(peer));
+    peer_by_address[gloo::transport::tcp::Address(addressFor(blob, peer, rank, size)).str()] = peer;
+  }
+  return std::unique_ptr<GlooCommunicator>(
+      new GlooCommunicator(std::make_unique<GlooLink>(std::move(ctx), std::move(peer_by_address))));
+}
+
+GlooCommunicator::GlooCommunicator(std::unique_ptr<GlooLink> link) : link_(std::move(link)) {
+  const int size = link_->size();
+  sentinel_bytes_.assign(static_cast<size_t>(size), 0);
+  sentinel_ = link_->context().createUnboundBuffer(sentinel_bytes_.data(), sentinel_bytes_.size());
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == link_->rank()) continue;
+    sentinel_->recv(peer, gloo::Slot::build(kSentinelSlot, 0), static_cast<size_t>(peer), 1);
+  }
+}
+
+GlooCommunicator::~GlooCommunicator() { close(); }
+
+std::unique_ptr<PendingOp> GlooCommunicator::post(const OpDesc& op) {
+  const size_t bytes = op.count * dtypeSize(op.dtype);
+  switch (op.kind) {
+    case OpKind::Send:
+      if (op.peer == link_->rank()) return self_.postSend(op.sendbuf, bytes);
+      return postGlooSend(*link_, op.sendbuf, bytes, op.peer);
+    case OpKind::Recv:
+      if (op.peer == link_->rank()) return self_.postRecv(op.recvbuf, bytes);
+      return postGlooRecv(*link_, op.recvbuf, bytes, op.peer);
+    default:
+      return makeGlooCollective(*link_, op);
+  }
+}
+
+void GlooCommunicator::idleWait() {
+  try {
+    sentinel_->waitRecv(nullptr, kForever);
+  } catch (const std::exception& e) {
+    link_->rethrow(e, -1);
+  }
+}
+
+void GlooCommunicator::wake() noexcept { sentinel_->abortWaitRecv(); }
+
+void GlooCommunicator::abort() noexcept {
+  std::lock_guard<std::mutex> lock(m_);
+  if (aborted_ || closed_) return;
+  aborted_ = true;
+  self_.abort();
+  // Gloo has no abort call, but a receive that times out signals an error
+  // on every pair of its context, which fails every pending and future
+  // operation of this world and closes its sockets. That is exactly an abort.
+  char byte = 0;
+  try {
+    auto probe = link_->context().createUnboundBuffer(&byte, 1);
+    probe->waitRecv(nullptr, std::chrono::milliseconds(1));
+  } catch (...) {
+  }
+}
+
+void GlooCommunicator::close() noexcept {
+  std::lock_guard<std::mutex> lock(m_);
+  if (closed_) return;
+  closed_ = true;
+  sentinel_.reset();
+  link_.reset();
+}
+
+}  // namespace mw

@@ -1,0 +1,50 @@
+// One world on Gloo: a full mesh of TCP pairs owned by one Gloo context.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <gloo/transport/device.h>
+
+#include "core/backends/gloo/gloo_link.h"
+#include "core/backends/gloo/gloo_p2p.h"
+#include "core/communicator.h"
+#include "core/redis_pool.h"
+
+namespace mw {
+
+class GlooCommunicator : public Communicator {
+ public:
+  // Connects this rank to every other rank of the world, exchanging
+  // addresses under `store_prefix`. Throws Error (Timeout, Store, Backend).
+  static std::unique_ptr<GlooCommunicator> connect(const std::shared_ptr<gloo::transport::Device>& device,
+                                                   RedisPool& pool, const std::string& store_prefix,
+                                                   int rank, int size, Deadline deadline);
+  ~GlooCommunicator() override;
+
+  std::unique_ptr<PendingOp> post(const OpDesc& op) override;
+  void idleWait() override;
+  void wake() noexcept override;
+  void abort() noexcept override;
+  void close() noexcept override;
+
+ private:
+  explicit GlooCommunicator(std::unique_ptr<GlooLink> link);
+
+  std::unique_ptr<GlooLink> link_;
+  SelfChannel self_;
+  // One byte per peer, each with a recv posted that no peer ever sends to:
+  // the worker idles in waitRecv on it, so a failing pair wakes it at once.
+  std::vector<char> sentinel_bytes_;
+  std::unique_ptr<gloo::transport::UnboundBuffer> sentinel_;
+
+  std::mutex m_;  // orders abort() against close()
+  bool aborted_ = false;
+  bool closed_ = false;
+};
+
+// The transport device shared by every Gloo world of a context.
+std::shared_ptr<gloo::transport::Device> makeGlooDevice(const std::string& bind_address);
+
+}  // namespace mw

@@ -1,0 +1,46 @@
+// What the Gloo operations of one world share: the Gloo context, and the
+// translation of Gloo's exceptions into TransportError naming the peer.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <gloo/context.h>
+
+#include "core/communicator.h"
+#include "core/deadline.h"
+
+namespace mw {
+
+// Slot prefixes of our point-to-point protocol; Gloo's collectives use
+// 0x01..0x08 (gloo/types.h).
+constexpr uint8_t kSendAnnounceSlot = 0x40;
+constexpr uint8_t kRecvAnnounceSlot = 0x41;
+constexpr uint8_t kDataSlot = 0x42;
+constexpr uint8_t kSentinelSlot = 0x43;
+
+class GlooLink {
+ public:
+  GlooLink(std::shared_ptr<gloo::Context> ctx, std::map<std::string, int> peer_by_address)
+      : ctx_(std::move(ctx)), peer_by_address_(std::move(peer_by_address)) {}
+
+  gloo::Context& context() { return *ctx_; }
+  const std::shared_ptr<gloo::Context>& shared() { return ctx_; }
+  int rank() const { return ctx_->rank; }
+  int size() const { return ctx_->size; }
+
+  // Rethrows the current Gloo exception as TransportError; `peer` is blamed
+  // when the message does not name a peer's address.
+  [[noreturn]] void rethrow(const std::exception& e, int peer) const;
+
+  // The buffer's posted recv/send finished; throws TransportError otherwise.
+  void waitRecv(gloo::transport::UnboundBuffer& b, int peer, Deadline d) const;
+  void waitSend(gloo::transport::UnboundBuffer& b, int peer, Deadline d) const;
+
+ private:
+  std::shared_ptr<gloo::Context> ctx_;
+  const std::map<std::string, int> peer_by_address_;
+};
+
+}  // namespace mw

@@ -1,0 +1,36 @@
+// Gloo's rendezvous store over our Redis client, scoped to one world epoch.
+// Waiting blocks in BLPOP on a per-key signal list that set() fills with one
+// token per member, so nothing polls.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gloo/rendezvous/store.h>
+
+#include "core/deadline.h"
+#include "core/redis_pool.h"
+
+namespace mw {
+
+class GlooStore : public gloo::rendezvous::Store {
+ public:
+  GlooStore(RedisPool& pool, std::string prefix, int world_size, Deadline deadline)
+      : pool_(pool), prefix_(std::move(prefix)), size_(world_size), deadline_(deadline) {}
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds&) override;
+
+ private:
+  RedisPool& pool_;
+  const std::string prefix_;
+  const int size_;
+  const Deadline deadline_;  // the world creation's, whatever Gloo asks for
+  std::map<std::string, std::vector<char>> seen_;
+};
+
+}  // namespace mw

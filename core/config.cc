@@ -1,0 +1,109 @@
+#include "core/config.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+
+#include "core/error.h"
+#include "core/redis_url.h"
+
+namespace mw {
+namespace {
+
+constexpr const char* kDefaultRedisUrl = "redis://127.0.0.1:6379";
+
+std::chrono::milliseconds parseMillis(const std::string& key, const std::string& value,
+                                      long long min, long long max) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || errno != 0 || *end != '\0' || v < min || v > max) {
+    throw Error(Status::InvalidArgument, "config " + key + ": '" + value +
+                                             "' is not an integer in [" + std::to_string(min) +
+                                             ", " + std::to_string(max) + "]");
+  }
+  return std::chrono::milliseconds(v);
+}
+
+LogLevel parseLogLevel(const std::string& value) {
+  if (value == "off") return LogLevel::Off;
+  if (value == "error") return LogLevel::Error;
+  if (value == "warn") return LogLevel::Warn;
+  if (value == "info") return LogLevel::Info;
+  if (value == "debug") return LogLevel::Debug;
+  throw Error(Status::InvalidArgument,
+              "config log_level: '" + value + "' is not one of off, error, warn, info, debug");
+}
+
+constexpr long long kDay = 24LL * 3600 * 1000;
+
+}  // namespace
+
+bool isValidName(const std::string& name, size_t max_len) {
+  if (name.empty() || name.size() > max_len) return false;
+  for (char c : name) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+const std::vector<std::string>& Config::keys() {
+  static const std::vector<std::string> k = {
+      "redis_url",     "namespace",    "heartbeat_interval_ms", "heartbeat_timeout_ms",
+      "op_timeout_ms", "bind_address", "log_level",             "store_timeout_ms"};
+  return k;
+}
+
+Config Config::fromEnvironment() {
+  Config c;
+  const char* url = std::getenv("MW_REDIS_URL");
+  c.redis_url = (url && *url) ? url : kDefaultRedisUrl;
+  const char* bind = std::getenv("MW_BIND_ADDRESS");
+  if (bind && *bind) c.bind_address = bind;
+  return c;
+}
+
+void Config::set(const std::string& key, const std::string& value) {
+  if (key == "redis_url") {
+    parseRedisUrl(value);  // throws on a bad URL
+    redis_url = value;
+  } else if (key == "namespace") {
+    if (!isValidName(value, 64)) {
+      throw Error(Status::InvalidArgument,
+                  "config namespace: '" + value + "' must be 1..64 chars of [A-Za-z0-9._:-]");
+    }
+    ns = value;
+  } else if (key == "heartbeat_interval_ms") {
+    heartbeat_interval = parseMillis(key, value, 10, 60000);
+  } else if (key == "heartbeat_timeout_ms") {
+    heartbeat_timeout = parseMillis(key, value, 20, 3600000);
+  } else if (key == "op_timeout_ms") {
+    op_timeout = parseMillis(key, value, 0, kDay);
+  } else if (key == "bind_address") {
+    if (value.size() > 255) {
+      throw Error(Status::InvalidArgument, "config bind_address: longer than 255 chars");
+    }
+    bind_address = value;
+  } else if (key == "log_level") {
+    log_level = parseLogLevel(value);
+  } else if (key == "store_timeout_ms") {
+    store_timeout = parseMillis(key, value, 10, 600000);
+  } else {
+    std::string known;
+    for (const auto& k : keys()) known += (known.empty() ? "" : ", ") + k;
+    throw Error(Status::InvalidArgument, "config: unknown key '" + key + "' (known: " + known + ")");
+  }
+}
+
+void Config::validate() const {
+  if (heartbeat_timeout < 2 * heartbeat_interval) {
+    throw Error(Status::InvalidArgument,
+                "config: heartbeat_timeout_ms (" + std::to_string(heartbeat_timeout.count()) +
+                    ") must be at least twice heartbeat_interval_ms (" +
+                    std::to_string(heartbeat_interval.count()) + ")");
+  }
+}
+
+}  // namespace mw

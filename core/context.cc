@@ -1,0 +1,136 @@
+#include "core/context.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+
+#include "core/backends/gloo/gloo_communicator.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace mw {
+namespace {
+
+std::string newMemberId() {
+  std::random_device rd;
+  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(getpid());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+Config validated(const Config& cfg) {
+  cfg.validate();
+  return cfg;
+}
+
+}  // namespace
+
+bool backendAvailable(Backend b) noexcept { return b == Backend::Gloo; }
+
+Context::Context(const Config& cfg)
+    : cfg_(validated(cfg)),
+      keys_(cfg_.ns),
+      member_(newMemberId()),
+      pool_(parseRedisUrl(cfg_.redis_url), cfg_.store_timeout),
+      rendezvous_(pool_, keys_, member_) {
+  setLogLevel(cfg_.log_level);
+  watchdog_ = std::make_unique<Watchdog>(cfg_, pool_.url(), keys_, member_, events_);
+}
+
+Context::~Context() {
+  std::map<World*, std::shared_ptr<World>> worlds;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    worlds.swap(worlds_);
+  }
+  for (auto& [ptr, w] : worlds) {
+    watchdog_->unwatch(ptr);
+    w->destroy();
+  }
+  watchdog_.reset();
+}
+
+std::shared_ptr<gloo::transport::Device> Context::glooDevice() {
+  std::lock_guard<std::mutex> lock(m_);
+  if (!gloo_device_) gloo_device_ = makeGlooDevice(cfg_.bind_address);
+  return gloo_device_;
+}
+
+World* Context::createWorld(const std::string& name, int rank, int size, Backend backend, int device,
+                            int timeout_ms) {
+  (void)device;  // CUDA ordinal; Gloo worlds live in host memory
+  if (!isValidName(name, 128)) {
+    throw Error(Status::InvalidArgument,
+                "world name '" + name.substr(0, 160) + "' must be 1..128 chars of [A-Za-z0-9._:-]");
+  }
+  if (size < 1) throw Error(Status::InvalidArgument, "world size " + std::to_string(size) + " must be >= 1");
+  if (rank < 0 || rank >= size) {
+    throw Error(Status::InvalidArgument,
+                "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(size) + ")");
+  }
+  if (timeout_ms < -1) {
+    throw Error(Status::InvalidArgument,
+                "timeout_ms " + std::to_string(timeout_ms) + " must be >= 0, or -1 for no limit");
+  }
+  if (backend == Backend::Nccl) {
+    throw Error(Status::Unsupported, "world '" + name +
+                                         "': the NCCL backend is not built into this library "
+                                         "(no NCCL plugin)");
+  }
+  if (backend != Backend::Gloo) {
+    throw Error(Status::InvalidArgument, "backend " + std::to_string(static_cast<int>(backend)) +
+                                             " is not MW_BACKEND_GLOO (1) or MW_BACKEND_NCCL (2)");
+  }
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    for (const auto& [ptr, w] : worlds_) {
+      if (w->name() == name && w->rank() == rank && w->state() == WorldState::Ready) {
+        throw Error(Status::AlreadyExists, "world '" + name + "' rank " + std::to_string(rank) +
+                                               " already exists in this context (epoch " +
+                                               std::to_string(w->epoch()) + ")");
+      }
+    }
+  }
+  if (!watchdog_->storeUp()) {
+    throw Error(Status::Store, "cannot create world '" + name + "': redis " + pool_.url().redacted() +
+                                   " is unreachable");
+  }
+  Deadline deadline = timeout_ms < 0 ? Clock::now() + kForever
+                                     : Clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto device_ptr = glooDevice();
+  Formation f = rendezvous_.join(name, rank, size, deadline);
+  auto comm = GlooCommunicator::connect(device_ptr, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank,
+                                        size, deadline);
+  WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
+  auto world = std::make_shared<World>(std::move(id), std::move(comm), *this, cfg_.op_timeout);
+  world->start();
+  watchdog_->watch(world);
+  std::lock_guard<std::mutex> lock(m_);
+  worlds_[world.get()] = world;
+  MW_LOG(LogLevel::Info, "world %s epoch %llu formed: rank %d of %d", name.c_str(),
+         static_cast<unsigned long long>(world->epoch()), rank, size);
+  return world.get();
+}
+
+void Context::destroyWorld(World* w) {
+  std::shared_ptr<World> world;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    auto it = worlds_.find(w);
+    if (it == worlds_.end()) return;
+    world = std::move(it->second);
+    worlds_.erase(it);
+  }
+  watchdog_->unwatch(w);
+  world->destroy();
+}
+
+void Context::worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,
+                          bool announce) {
+  events_.push(Event{Event::Type::WorldBroken, w, w->name(), peer_rank, Status::WorldBroken, detail});
+  if (announce) watchdog_->announce(*w, peer_rank, detail);
+}
+
+}  // namespace mw

@@ -1,0 +1,69 @@
+// A process's membership in any number of worlds: the Redis connections,
+// the watchdog, the transport device, the completion and event queues, and
+// the worlds themselves.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/completion_queue.h"
+#include "core/config.h"
+#include "core/event_queue.h"
+#include "core/keys.h"
+#include "core/redis_pool.h"
+#include "core/rendezvous.h"
+#include "core/watchdog.h"
+#include "core/world.h"
+
+namespace gloo {
+namespace transport {
+class Device;
+}
+}  // namespace gloo
+
+namespace mw {
+
+enum class Backend { Gloo = 1, Nccl = 2 };
+
+bool backendAvailable(Backend b) noexcept;
+
+class Context : public WorldOwner {
+ public:
+  // Throws Error: InvalidArgument for a bad config, Store when Redis is
+  // unreachable.
+  explicit Context(const Config& cfg);
+  ~Context() override;
+
+  // timeout_ms < 0 waits forever.
+  World* createWorld(const std::string& name, int rank, int size, Backend backend, int device,
+                     int timeout_ms);
+  void destroyWorld(World* w) override;
+
+  const std::shared_ptr<CompletionQueue>& completions() const override { return cq_; }
+  EventQueue& events() { return events_; }
+  const Config& config() const { return cfg_; }
+  const std::string& memberId() const { return member_; }
+
+  void worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,
+                   bool announce) override;
+
+ private:
+  std::shared_ptr<gloo::transport::Device> glooDevice();
+
+  const Config cfg_;
+  const Keys keys_;
+  const std::string member_;
+  RedisPool pool_;
+  Rendezvous rendezvous_;
+  EventQueue events_;
+  std::shared_ptr<CompletionQueue> cq_ = std::make_shared<CompletionQueue>();
+  std::unique_ptr<Watchdog> watchdog_;
+
+  std::mutex m_;
+  std::shared_ptr<gloo::transport::Device> gloo_device_;
+  std::map<World*, std::shared_ptr<World>> worlds_;
+};
+
+}  // namespace mw

@@ -1,0 +1,31 @@
+// What the program asked a world to do, in backend-neutral terms.
+#pragma once
+
+#include <cstddef>
+
+#include "core/dtype.h"
+
+namespace mw {
+
+enum class OpKind {
+  Send, Recv, Broadcast, Allreduce, Reduce, Allgather, Gather, Scatter, ReduceScatter, Alltoall, Barrier
+};
+
+const char* opName(OpKind k) noexcept;
+
+struct OpDesc {
+  OpKind kind = OpKind::Barrier;
+  const void* sendbuf = nullptr;
+  void* recvbuf = nullptr;
+  size_t count = 0;  // elements, per the C API's meaning for this kind
+  DType dtype = DType::UInt8;
+  RedOp redop = RedOp::Sum;
+  int peer = -1;  // dst for send, src for recv, root for rooted collectives
+};
+
+// Throws Error(InvalidArgument) naming the bad value: unknown dtype or
+// reduction, a peer or root outside the world, a NULL buffer that the
+// operation needs on this rank, or a byte size that overflows size_t.
+void validateOp(const OpDesc& op, int rank, int size);
+
+}  // namespace mw

@@ -1,0 +1,39 @@
+// Forming one incarnation (epoch) of a world over Redis: every rank claims
+// its place, the last claim releases everyone, and a size mismatch poisons
+// the forming epoch so no member waits for a world that cannot form.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/deadline.h"
+#include "core/keys.h"
+#include "core/redis_pool.h"
+
+namespace mw {
+
+struct Formation {
+  uint64_t epoch = 0;
+  std::vector<std::string> members;  // member id of each rank
+};
+
+class Rendezvous {
+ public:
+  Rendezvous(RedisPool& pool, const Keys& keys, std::string member_id)
+      : pool_(pool), keys_(keys), member_(std::move(member_id)) {}
+
+  // Throws Error: InvalidArgument (sizes disagree), AlreadyExists (rank held
+  // by a live member), Timeout, Store.
+  Formation join(const std::string& world, int rank, int size, Deadline deadline);
+
+  // Withdraws a claim after a failed join; best effort.
+  void leave(const std::string& world, uint64_t epoch, int rank) noexcept;
+
+ private:
+  RedisPool& pool_;
+  const Keys& keys_;
+  const std::string member_;
+};
+
+}  // namespace mw

@@ -1,0 +1,63 @@
+#include "core/request.h"
+
+#include "core/completion_queue.h"
+
+namespace mw {
+
+Request* Request::create(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq) {
+  std::shared_ptr<Request> r(new Request(std::move(world), std::move(cq)));
+  r->caller_ref_ = r;
+  return r.get();
+}
+
+Status Request::test() {
+  Status s;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    s = status_;
+  }
+  if (s != Status::InProgress) markReported();
+  return s;
+}
+
+Status Request::wait(std::chrono::milliseconds timeout) {
+  Status s;
+  {
+    std::unique_lock<std::mutex> lock(m_);
+    auto done = [&] { return status_ != Status::InProgress; };
+    if (timeout.count() < 0) {
+      cv_.wait(lock, done);
+    } else {
+      cv_.wait_for(lock, timeout, done);
+    }
+    s = status_;
+  }
+  if (s != Status::InProgress) markReported();
+  return s;
+}
+
+void Request::complete(Status status, const std::string& detail) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    if (status_ != Status::InProgress) return;
+    status_ = status;
+    detail_ = detail;
+  }
+  cv_.notify_all();
+  cq_->push(shared_from_this());
+}
+
+std::string Request::detail() {
+  std::lock_guard<std::mutex> lock(m_);
+  return detail_;
+}
+
+void Request::markReported() { cq_->markReported(*this); }
+
+void Request::release() {
+  cq_->release(*this);
+  // The last line: may destroy *this when nobody else holds it.
+  std::shared_ptr<Request> self = std::move(caller_ref_);
+}
+
+}  // namespace mw

@@ -1,0 +1,64 @@
+// One asynchronous operation as the program sees it: a status that becomes
+// final once, a user_data word, and the delivery bookkeeping that makes each
+// completion reach the program exactly once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/error.h"
+
+namespace mw {
+
+class World;
+class CompletionQueue;
+
+class Request : public std::enable_shared_from_this<Request> {
+ public:
+  // The returned request holds a reference to itself on the caller's
+  // behalf; release() drops it (mw_request_free).
+  static Request* create(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq);
+
+  Status test();
+  // Waits up to `timeout` (negative: forever); returns InProgress on timeout.
+  Status wait(std::chrono::milliseconds timeout);
+  void setUserData(uint64_t v) noexcept { user_data_.store(v, std::memory_order_relaxed); }
+  uint64_t userData() const noexcept { return user_data_.load(std::memory_order_relaxed); }
+  const std::shared_ptr<World>& world() const noexcept { return world_; }
+
+  // Called once by whoever finishes the operation; later calls are ignored.
+  void complete(Status status, const std::string& detail = std::string());
+  // Why the request failed; empty while in progress or after success.
+  std::string detail();
+  void release();
+
+ private:
+  friend class CompletionQueue;
+  Request(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq)
+      : world_(std::move(world)), cq_(std::move(cq)) {}
+  void markReported();
+
+  const std::shared_ptr<World> world_;
+  const std::shared_ptr<CompletionQueue> cq_;
+  std::shared_ptr<Request> caller_ref_;
+  std::atomic<uint64_t> user_data_{0};
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  Status status_ = Status::InProgress;
+  std::string detail_;
+
+  // Guarded by the completion queue's mutex.
+  bool reported_ = false;   // the program has seen the final status
+  bool released_ = false;   // mw_request_free was called
+  bool queued_ = false;
+  std::list<std::shared_ptr<Request>>::iterator queue_pos_;
+};
+
+}  // namespace mw

@@ -1,0 +1,365 @@
+#include "core/watchdog.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/world.h"
+
+namespace mw {
+namespace {
+
+constexpr size_t kMaxNotices = 4096;
+constexpr std::chrono::milliseconds kMaxBackoff{2000};
+constexpr int kRefreshEveryTicks = 10;
+
+// The durable marker outlives a short disconnection of any member; the
+// world's meta record shows the break to `multiworld status`.
+constexpr const char* kMarkScript = R"lua(
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+if tonumber(redis.call('HGET', KEYS[1], 'epoch')) == tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'state', 'broken', 'detail', ARGV[4])
+end
+return 1
+)lua";
+
+std::string hostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::chrono::milliseconds worldKeyTtl(const Config& cfg) {
+  return std::max<std::chrono::milliseconds>(std::chrono::seconds(60), cfg.heartbeat_timeout * 10);
+}
+
+}  // namespace
+
+Watchdog::Watchdog(const Config& cfg, const RedisUrl& url, const Keys& keys, std::string member_id,
+                   EventQueue& events)
+    : cfg_(cfg),
+      url_(url),
+      keys_(keys),
+      member_(std::move(member_id)),
+      heartbeat_text_(hostName() + " " + std::to_string(getpid())),
+      events_(events) {
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) throw Error(Status::Internal, "eventfd failed");
+  try {
+    connect();
+  } catch (...) {
+    ::close(wake_fd_);
+    throw;
+  }
+  last_tick_ = Clock::now();
+  thread_ = std::thread([this] { run(); });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    stop_ = true;
+  }
+  wakeUp();
+  thread_.join();
+  // A clean exit takes our heartbeat with us, so peers need not wait for
+  // its TTL before they may take over ranks this process claimed.
+  if (cmd_) {
+    try {
+      cmd_->command({"DEL", keys_.heartbeat(member_)});
+    } catch (...) {
+    }
+  }
+  ::close(wake_fd_);
+}
+
+void Watchdog::watch(const std::shared_ptr<World>& w) {
+  std::lock_guard<std::mutex> lock(m_);
+  worlds_[w.get()] = Watched{w, w->name(), w->epoch(), w->rank(), w->members()};
+}
+
+void Watchdog::unwatch(const World* w) {
+  std::lock_guard<std::mutex> lock(m_);
+  worlds_.erase(w);
+}
+
+void Watchdog::announce(const World& w, int peer_rank, const std::string& detail) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    if (notices_.size() >= kMaxNotices) notices_.pop_front();
+    notices_.push_back(Notice{w.name(), w.epoch(), w.rank(), peer_rank, detail});
+  }
+  wakeUp();
+}
+
+bool Watchdog::storeUp() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return store_up_;
+}
+
+void Watchdog::wakeUp() {
+  uint64_t one = 1;
+  ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  (void)n;  // a full counter already means "wake up"
+}
+
+void Watchdog::connect() {
+  auto cmd = RedisConnection::connect(url_, cfg_.store_timeout);
+  auto sub = RedisConnection::connect(url_, cfg_.store_timeout);
+  auto r = sub->command({"SUBSCRIBE", keys_.eventsChannel()});
+  if (!r || replyIsError(r.get())) throw Error(Status::Store, "SUBSCRIBE failed: " + replyString(r.get()));
+  auto hb = cmd->command({"SET", keys_.heartbeat(member_), std::to_string(++beat_) + " " + heartbeat_text_,
+                          "PX", std::to_string(cfg_.heartbeat_timeout.count())});
+  if (replyIsError(hb.get())) throw Error(Status::Store, "heartbeat failed: " + replyString(hb.get()));
+  cmd_ = std::move(cmd);
+  sub_ = std::move(sub);
+  backoff_ = std::chrono::milliseconds(100);
+  // Whatever we saw of peers before an outage says nothing about now.
+  for (auto& [member, beat] : peers_) beat.changed = Clock::now();
+  bool was_down;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    was_down = !store_up_;
+    store_up_ = true;
+  }
+  if (was_down) {
+    MW_LOG(LogLevel::Warn, "redis %s is reachable again", url_.redacted().c_str());
+    events_.push(Event{Event::Type::StoreUp, nullptr, "", -1, Status::Ok, "redis reachable again"});
+  }
+}
+
+void Watchdog::disconnect(const std::string& why) {
+  cmd_.reset();
+  sub_.reset();
+  next_reconnect_ = Clock::now() + backoff_;
+  backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+  bool was_up;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    was_up = store_up_;
+    store_up_ = false;
+  }
+  if (was_up) {
+    MW_LOG(LogLevel::Warn, "redis unreachable, worlds keep running: %s", why.c_str());
+    events_.push(Event{Event::Type::StoreDown, nullptr, "", -1, Status::Store, why.substr(0, 255)});
+  }
+}
+
+void Watchdog::run() {
+  pthread_setname_np(pthread_self(), "mw-watchdog");
+  Clock::time_point next_tick = Clock::now() + cfg_.heartbeat_interval;
+  for (;;) {
+    auto now = Clock::now();
+    Clock::time_point wake_at = next_tick;
+    if (!cmd_) wake_at = std::min(wake_at, next_reconnect_);
+    int timeout_ms = static_cast<int>(
+        std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now).count() + 1));
+
+    pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {sub_ ? sub_->fd() : -1, POLLIN, 0}};
+    int n = ::poll(fds, 2, timeout_ms);
+    if (n > 0 && (fds[0].revents & POLLIN)) {
+      uint64_t v;
+      ssize_t got = ::read(wake_fd_, &v, sizeof v);
+      (void)got;
+    }
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (stop_) return;
+    }
+    try {
+      if (!cmd_ && Clock::now() >= next_reconnect_) connect();
+      if (sub_ && n > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) drainSubscriber();
+      if (cmd_) publishNotices();
+      if (Clock::now() >= next_tick) {
+        if (cmd_) tick();
+        last_tick_ = Clock::now();
+        next_tick = std::max(next_tick + cfg_.heartbeat_interval, Clock::now());
+      }
+    } catch (const Error& e) {
+      if (cmd_ || sub_) {
+        disconnect(e.what());
+      } else {
+        next_reconnect_ = Clock::now() + backoff_;
+        backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+      }
+    }
+  }
+}
+
+void Watchdog::drainSubscriber() {
+  for (auto& reply : sub_->readAvailable()) {
+    const redisReply* r = reply.get();
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) continue;
+    if (replyString(r->element[0]) != "message") continue;
+    handleNotice(replyString(r->element[2]));
+  }
+}
+
+void Watchdog::handleNotice(const std::string& payload) {
+  // name \n epoch \n blamed rank \n detecting rank \n detail
+  std::istringstream in(payload);
+  std::string name, epoch_s, peer_s, detector_s, detail;
+  if (!std::getline(in, name) || !std::getline(in, epoch_s) || !std::getline(in, peer_s) ||
+      !std::getline(in, detector_s)) {
+    return;  // not ours to understand; nothing from Redis may hurt us
+  }
+  std::getline(in, detail);
+  char* end = nullptr;
+  unsigned long long epoch = std::strtoull(epoch_s.c_str(), &end, 10);
+  if (end == epoch_s.c_str() || *end != '\0') return;
+  long peer = std::strtol(peer_s.c_str(), &end, 10);
+  if (*end != '\0') peer = -1;
+  breakWorlds(name, epoch, static_cast<int>(peer),
+              "rank " + detector_s + " reported the world broken: " + detail, true, false);
+}
+
+void Watchdog::breakWorlds(const std::string& name, uint64_t epoch, int peer, const std::string& detail,
+                           bool by_member, bool announce) {
+  (void)by_member;
+  std::vector<std::shared_ptr<World>> hit;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    for (auto& [ptr, w] : worlds_) {
+      if (w.name == name && w.epoch == epoch) {
+        if (auto sp = w.world.lock()) hit.push_back(std::move(sp));
+      }
+    }
+  }
+  for (auto& w : hit) {
+    int blamed = (peer >= 0 && peer < w->size()) ? peer : -1;
+    w->breakWorld(blamed, detail, announce);
+  }
+}
+
+void Watchdog::publishNotices() {
+  std::deque<Notice> batch;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    batch.swap(notices_);
+  }
+  if (batch.empty()) return;
+  const std::string ttl = std::to_string(worldKeyTtl(cfg_).count());
+  try {
+    for (const auto& n : batch) {
+      std::string marker = std::to_string(n.peer) + "\n" + std::to_string(n.detector) + "\n" + n.detail;
+      cmd_->append({"EVAL", kMarkScript, "2", keys_.worldMeta(n.world),
+                    keys_.worldEpoch(n.world, n.epoch, "broken"), std::to_string(n.epoch), marker, ttl,
+                    n.detail});
+      cmd_->append({"PUBLISH", keys_.eventsChannel(),
+                    n.world + "\n" + std::to_string(n.epoch) + "\n" + marker});
+    }
+    for (size_t i = 0; i < batch.size() * 2; ++i) cmd_->readReply();
+  } catch (...) {
+    // Not delivered: keep them for after the reconnection.
+    std::lock_guard<std::mutex> lock(m_);
+    for (auto it = batch.rbegin(); it != batch.rend(); ++it) notices_.push_front(*it);
+    throw;
+  }
+}
+
+void Watchdog::tick() {
+  std::vector<Watched> worlds;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    for (auto& [ptr, w] : worlds_) worlds.push_back(w);
+  }
+  std::set<std::string> members;
+  for (const auto& w : worlds) {
+    for (size_t r = 0; r < w.members.size(); ++r) {
+      if (static_cast<int>(r) != w.rank && w.members[r] != member_) members.insert(w.members[r]);
+    }
+  }
+  std::vector<std::string> member_list(members.begin(), members.end());
+
+  cmd_->append({"SET", keys_.heartbeat(member_), std::to_string(++beat_) + " " + heartbeat_text_, "PX",
+                std::to_string(cfg_.heartbeat_timeout.count())});
+  if (!member_list.empty()) {
+    std::vector<std::string> mget = {"MGET"};
+    for (const auto& m : member_list) mget.push_back(keys_.heartbeat(m));
+    cmd_->append(mget);
+  }
+  if (!worlds.empty()) {
+    std::vector<std::string> mget = {"MGET"};
+    for (const auto& w : worlds) mget.push_back(keys_.worldEpoch(w.name, w.epoch, "broken"));
+    cmd_->append(mget);
+  }
+  size_t refreshes = 0;
+  if (++ticks_ % kRefreshEveryTicks == 0) {
+    const std::string ttl = std::to_string(worldKeyTtl(cfg_).count());
+    for (const auto& w : worlds) {
+      cmd_->append({"PEXPIRE", keys_.worldMeta(w.name), ttl});
+      cmd_->append({"PEXPIRE", keys_.worldEpoch(w.name, w.epoch, "members"), ttl});
+      refreshes += 2;
+    }
+  }
+
+  auto hb = cmd_->readReply();
+  if (replyIsError(hb.get())) throw Error(Status::Store, "heartbeat: " + replyString(hb.get()));
+  RedisReply beats(nullptr, freeRedisReply), markers(nullptr, freeRedisReply);
+  if (!member_list.empty()) beats = cmd_->readReply();
+  if (!worlds.empty()) markers = cmd_->readReply();
+  for (size_t i = 0; i < refreshes; ++i) cmd_->readReply();
+
+  auto now = Clock::now();
+  // If this thread itself was held up (CPU starvation, SIGSTOP), stale
+  // heartbeats say nothing about the peers: start their clocks afresh.
+  bool stalled = now - last_tick_ > cfg_.heartbeat_timeout / 2;
+
+  if (markers && markers->type == REDIS_REPLY_ARRAY && markers->elements == worlds.size()) {
+    for (size_t i = 0; i < worlds.size(); ++i) {
+      const redisReply* m = markers->element[i];
+      if (!m || m->type != REDIS_REPLY_STRING) continue;
+      std::istringstream in(std::string(m->str, m->len));
+      std::string peer_s, detector_s, detail;
+      std::getline(in, peer_s);
+      std::getline(in, detector_s);
+      std::getline(in, detail);
+      char* end = nullptr;
+      long peer = std::strtol(peer_s.c_str(), &end, 10);
+      if (end == peer_s.c_str()) peer = -1;
+      breakWorlds(worlds[i].name, worlds[i].epoch, static_cast<int>(peer),
+                  "rank " + detector_s + " reported the world broken: " + detail, true, false);
+    }
+  }
+
+  std::set<std::string> dead;
+  if (beats && beats->type == REDIS_REPLY_ARRAY && beats->elements == member_list.size()) {
+    for (size_t i = 0; i < member_list.size(); ++i) {
+      std::string value = replyString(beats->element[i]);
+      auto it = peers_.find(member_list[i]);
+      if (it == peers_.end()) {
+        peers_[member_list[i]] = PeerBeat{value, now};
+        continue;
+      }
+      if (it->second.value != value || stalled) {
+        it->second.value = value;
+        it->second.changed = now;
+      } else if (now - it->second.changed > cfg_.heartbeat_timeout) {
+        dead.insert(member_list[i]);
+      }
+    }
+  }
+  // Forget peers no world refers to any more.
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    it = members.count(it->first) ? std::next(it) : peers_.erase(it);
+  }
+  for (const auto& w : worlds) {
+    for (size_t r = 0; r < w.members.size(); ++r) {
+      if (static_cast<int>(r) == w.rank || !dead.count(w.members[r])) continue;
+      auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - peers_[w.members[r]].changed);
+      breakWorlds(w.name, w.epoch, static_cast<int>(r),
+                  "no heartbeat from rank " + std::to_string(r) + " for " + std::to_string(age.count()) +
+                      " ms (heartbeat_timeout_ms=" + std::to_string(cfg_.heartbeat_timeout.count()) + ")",
+                  false, true);
+      break;
+    }
+  }
+}
+
+}  // namespace mw
