@@ -1,0 +1,32 @@
+#include "tests/support/mw_test.h"
+
+namespace mwtest {
+
+mw_context_t* newContext(const std::string& redis_url,
+                         const std::vector<std::pair<std::string, std::string>>& settings) {
+  mw_config_t* cfg = nullptr;
+  if (mw_config_new(&cfg) != MW_OK) return nullptr;
+  bool ok = mw_config_set(cfg, "redis_url", redis_url.c_str()) == MW_OK &&
+            mw_config_set(cfg, "bind_address", "127.0.0.1") == MW_OK;
+  for (const auto& [k, v] : settings) ok = ok && mw_config_set(cfg, k.c_str(), v.c_str()) == MW_OK;
+  mw_context_t* ctx = nullptr;
+  if (ok && mw_context_new(cfg, &ctx) != MW_OK) ctx = nullptr;
+  if (!ctx) std::fprintf(stderr, "newContext: %s\n", mw_last_error());
+  mw_config_free(cfg);
+  return ctx;
+}
+
+bool expectStatus(mw_status_t got, mw_status_t want, const char* what) {
+  if (got == want) return true;
+  std::fprintf(stderr, "%s: got %s, want %s (%s)\n", what, mw_status_string(got), mw_status_string(want),
+               mw_last_error());
+  return false;
+}
+
+mw_status_t waitAndFree(mw_request_t* req, int timeout_ms) {
+  mw_status_t s = mw_wait(req, timeout_ms);
+  mw_request_free(req);
+  return s;
+}
+
+}  // namespace mwtest

@@ -1,0 +1,110 @@
+#include "tests/support/process.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <string>
+
+namespace mwtest {
+
+pid_t spawn(const std::function<int()>& body) {
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  int code = 99;
+  try {
+    code = body();
+  } catch (const std::exception& e) {
+    fprintf(stderr, "worker %d: exception: %s\n", getpid(), e.what());
+  }
+  fflush(nullptr);
+  _exit(code);
+}
+
+int waitExit(pid_t pid, std::chrono::milliseconds timeout) {
+  // pidfd lets us wait with a timeout without polling waitpid.
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd >= 0) {
+    pollfd p{pidfd, POLLIN, 0};
+    int n = poll(&p, 1, static_cast<int>(timeout.count()));
+    close(pidfd);
+    if (n == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      fprintf(stderr, "worker %d timed out and was killed\n", pid);
+      return -1;
+    }
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -2;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -3;
+}
+
+bool runRanks(int size, const std::function<int(int rank)>& body, std::chrono::milliseconds timeout) {
+  Workers w;
+  for (int r = 0; r < size; ++r) w.add([&, r] { return body(r); });
+  return w.join(timeout);
+}
+
+Workers::~Workers() {
+  for (pid_t p : pids_) {
+    kill(p, SIGCONT);
+    kill(p, SIGKILL);
+    waitpid(p, nullptr, 0);
+  }
+}
+
+pid_t Workers::add(const std::function<int()>& body) {
+  pid_t p = spawn(body);
+  pids_.push_back(p);
+  return p;
+}
+
+bool Workers::join(std::chrono::milliseconds timeout) {
+  bool ok = true;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (pid_t p : pids_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    int code = waitExit(p, std::max(left, std::chrono::milliseconds(1)));
+    if (code != 0) {
+      fprintf(stderr, "worker %d exited with %d\n", p, code);
+      ok = false;
+    }
+  }
+  pids_.clear();
+  return ok;
+}
+
+int openFds() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  while (readdir(d)) ++n;
+  closedir(d);
+  return n - 3;  // ".", ".." and the DIR's own fd
+}
+
+static long statusField(const char* name) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  size_t len = std::strlen(name);
+  while (std::getline(in, line)) {
+    if (line.compare(0, len, name) == 0) return std::stol(line.substr(len + 1));
+  }
+  return -1;
+}
+
+int threadCount() { return static_cast<int>(statusField("Threads")); }
+long rssKiB() { return statusField("VmRSS"); }
+
+}  // namespace mwtest

@@ -1,0 +1,44 @@
+// Real worker processes for multi-process tests. A worker is a forked child
+// that runs a function and exits with its return value; the parent must not
+// have created a multiworld context (or any thread) before forking.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+namespace mwtest {
+
+// Exit codes of workers: 0 success; anything else is a failure the worker
+// described on stderr.
+pid_t spawn(const std::function<int()>& body);
+
+// Exit code, or 128+signal when killed. A child still running after
+// `timeout` is killed with SIGKILL and reported as -1.
+int waitExit(pid_t pid, std::chrono::milliseconds timeout);
+
+// Spawns one worker per rank and waits for all; true when every one exited 0.
+bool runRanks(int size, const std::function<int(int rank)>& body,
+              std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// Kills (SIGKILL) and reaps whatever it still holds when it goes away.
+class Workers {
+ public:
+  ~Workers();
+  pid_t add(const std::function<int()>& body);
+  // Waits for all; true when every one exited 0.
+  bool join(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  const std::vector<pid_t>& pids() const { return pids_; }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// Counts of this process's resources, for leak checks.
+int openFds();
+int threadCount();
+long rssKiB();
+
+}  // namespace mwtest
