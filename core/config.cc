@@ -37,6 +37,17 @@ LogLevel parseLogLevel(const std::string& value) {
 
 constexpr long long kDay = 24LL * 3600 * 1000;
 
+// Host names, IPv4 and IPv6 literals (with a %zone); resolution happens
+// when the context creates its transport.
+bool isValidHostText(const std::string& v) {
+  for (char c : v) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '-' || c == ':' || c == '%' || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool isValidName(const std::string& name, size_t max_len) {
@@ -82,8 +93,9 @@ void Config::set(const std::string& key, const std::string& value) {
   } else if (key == "op_timeout_ms") {
     op_timeout = parseMillis(key, value, 0, kDay);
   } else if (key == "bind_address") {
-    if (value.size() > 255) {
-      throw Error(Status::InvalidArgument, "config bind_address: longer than 255 chars");
+    if (value.size() > 255 || !isValidHostText(value)) {
+      throw Error(Status::InvalidArgument,
+                  "config bind_address: '" + value.substr(0, 64) + "' is not an IP address or host name");
     }
     bind_address = value;
   } else if (key == "log_level") {

@@ -34,7 +34,8 @@ Context::Context(const Config& cfg)
       keys_(cfg_.ns),
       member_(newMemberId()),
       pool_(parseRedisUrl(cfg_.redis_url), cfg_.store_timeout),
-      rendezvous_(pool_, keys_, member_) {
+      rendezvous_(pool_, keys_, member_),
+      gloo_device_(makeGlooDevice(cfg_.bind_address)) {
   setLogLevel(cfg_.log_level);
   watchdog_ = std::make_unique<Watchdog>(cfg_, pool_.url(), keys_, member_, events_);
 }
@@ -47,15 +48,11 @@ Context::~Context() {
   }
   for (auto& [ptr, w] : worlds) {
     watchdog_->unwatch(ptr);
-    w->destroy();
+    if (w->destroy()) {
+      watchdog_->announce(*w, w->rank(), "rank " + std::to_string(w->rank()) + " destroyed the world");
+    }
   }
   watchdog_.reset();
-}
-
-std::shared_ptr<gloo::transport::Device> Context::glooDevice() {
-  std::lock_guard<std::mutex> lock(m_);
-  if (!gloo_device_) gloo_device_ = makeGlooDevice(cfg_.bind_address);
-  return gloo_device_;
 }
 
 World* Context::createWorld(const std::string& name, int rank, int size, Backend backend, int device,
@@ -99,9 +96,8 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
   }
   Deadline deadline = timeout_ms < 0 ? Clock::now() + kForever
                                      : Clock::now() + std::chrono::milliseconds(timeout_ms);
-  auto device_ptr = glooDevice();
   Formation f = rendezvous_.join(name, rank, size, deadline);
-  auto comm = GlooCommunicator::connect(device_ptr, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank,
+  auto comm = GlooCommunicator::connect(gloo_device_, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank,
                                         size, deadline);
   WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
   auto world = std::make_shared<World>(std::move(id), std::move(comm), *this, cfg_.op_timeout);
@@ -124,7 +120,11 @@ void Context::destroyWorld(World* w) {
     worlds_.erase(it);
   }
   watchdog_->unwatch(w);
-  world->destroy();
+  // The others lose their connection to us anyway; the notice tells them
+  // why, and marks the incarnation broken for members cut off right now.
+  if (world->destroy()) {
+    watchdog_->announce(*world, world->rank(), "rank " + std::to_string(world->rank()) + " destroyed the world");
+  }
 }
 
 void Context::worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,

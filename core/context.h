@@ -31,8 +31,8 @@ bool backendAvailable(Backend b) noexcept;
 
 class Context : public WorldOwner {
  public:
-  // Throws Error: InvalidArgument for a bad config, Store when Redis is
-  // unreachable.
+  // Throws Error: InvalidArgument for a bad config or a bind_address that
+  // does not resolve, Store when Redis is unreachable.
   explicit Context(const Config& cfg);
   ~Context() override;
 
@@ -50,8 +50,6 @@ class Context : public WorldOwner {
                    bool announce) override;
 
  private:
-  std::shared_ptr<gloo::transport::Device> glooDevice();
-
   const Config cfg_;
   const Keys keys_;
   const std::string member_;
@@ -61,8 +59,8 @@ class Context : public WorldOwner {
   std::shared_ptr<CompletionQueue> cq_ = std::make_shared<CompletionQueue>();
   std::unique_ptr<Watchdog> watchdog_;
 
+  const std::shared_ptr<gloo::transport::Device> gloo_device_;  // shared by every Gloo world
   std::mutex m_;
-  std::shared_ptr<gloo::transport::Device> gloo_device_;
   std::map<World*, std::shared_ptr<World>> worlds_;
 };
 

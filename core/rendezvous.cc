@@ -8,7 +8,8 @@ namespace mw {
 namespace {
 
 // Atomic claim of a rank. A forming epoch is joined; any other state
-// (none, ready, broken, failed) starts the next epoch. A claim whose owner
+// (none, ready, broken, failed) starts the next epoch, unless a live
+// member other than the caller holds that rank of a ready one. A claim whose owner
 // has no heartbeat any more is taken over, so a crashed creator cannot
 // block a rank until its keys expire.
 constexpr const char* kJoinScript = R"lua(
@@ -22,6 +23,14 @@ local base = ARGV[7]
 local cur = redis.call('HMGET', meta, 'epoch', 'size', 'state')
 local epoch = tonumber(cur[1]) or 0
 if cur[3] ~= 'forming' then
+  if cur[3] == 'ready' then
+    -- A healthy incarnation whose rank is held by another live member is
+    -- not ours to replace; its own members may re-form it.
+    local holder = redis.call('HGET', base .. epoch .. ':members', rank)
+    if holder and holder ~= member and redis.call('EXISTS', hbprefix .. holder) == 1 then
+      return {'taken', holder, tostring(epoch)}
+    end
+  end
   epoch = epoch + 1
   redis.call('HSET', meta, 'epoch', epoch, 'size', size, 'state', 'forming', 'created_ms', ARGV[5])
   redis.call('HDEL', meta, 'detail')

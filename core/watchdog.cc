@@ -68,10 +68,12 @@ Watchdog::~Watchdog() {
   }
   wakeUp();
   thread_.join();
-  // A clean exit takes our heartbeat with us, so peers need not wait for
-  // its TTL before they may take over ranks this process claimed.
+  // Notices of worlds destroyed on the way out still go out; a clean exit
+  // also takes our heartbeat with us, so peers need not wait for its TTL
+  // before they may take over ranks this process claimed.
   if (cmd_) {
     try {
+      publishNotices();
       cmd_->command({"DEL", keys_.heartbeat(member_)});
     } catch (...) {
     }

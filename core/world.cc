@@ -71,10 +71,12 @@ void World::breakWorld(int peer_rank, const std::string& detail, bool announce) 
   owner_.worldBroken(shared_from_this(), peer_rank, detail, announce);
 }
 
-void World::destroy() {
+bool World::destroy() {
+  bool was_ready;
   {
     std::lock_guard<std::mutex> lock(m_);
-    if (state_ == WorldState::Destroyed && !worker_.joinable()) return;
+    if (state_ == WorldState::Destroyed && !worker_.joinable()) return false;
+    was_ready = state_ == WorldState::Ready;
     state_ = WorldState::Destroyed;
     stopping_ = true;
   }
@@ -83,6 +85,7 @@ void World::destroy() {
   comm_->wake();
   if (worker_.joinable()) worker_.join();
   comm_->close();
+  return was_ready;
 }
 
 void World::workerMain() {

@@ -68,8 +68,9 @@ class World : public std::enable_shared_from_this<World> {
   void breakWorld(int peer_rank, const std::string& detail, bool announce);
 
   // Bounded: aborts the backend, stops the worker, fails what is pending
-  // with Cancelled and releases the backend.
-  void destroy();
+  // with Cancelled and releases the backend. True when the world was still
+  // ready, i.e. the other members have not heard of a break yet.
+  bool destroy();
 
  private:
   struct Item {

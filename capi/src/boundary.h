@@ -3,6 +3,7 @@
 // conversions. Holds no library logic.
 #pragma once
 
+#include <cstring>
 #include <string>
 
 #include "core/context.h"
@@ -49,6 +50,17 @@ inline mw_request_t* handle(Request* r) { return reinterpret_cast<mw_request_t*>
 // The handle of a world, or NULL once it was destroyed.
 inline mw_world_t* liveHandle(const std::shared_ptr<World>& w) {
   return (w && w->state() != WorldState::Destroyed) ? handle(w.get()) : nullptr;
+}
+
+// The integer a C caller passed for an enum parameter. Reading an enum
+// object that holds a value outside its enumerators is undefined in C++,
+// and C callers may pass anything, so the bytes are copied instead.
+template <typename E>
+int enumValue(const E& e) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized here");
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
 }
 
 // Throws Error(InvalidArgument) naming `what` when p is NULL.

@@ -31,7 +31,7 @@ MW_API mw_status_t mw_world_create(mw_context_t* c, const char* name, int rank, 
     requireNonNull(name, "name");
     requireNonNull(out, "out");
     *out = nullptr;
-    *out = handle(ctx(c)->createWorld(name, rank, size, static_cast<Backend>(static_cast<int>(backend)),
+    *out = handle(ctx(c)->createWorld(name, rank, size, static_cast<Backend>(enumValue(backend)),
                                       device, timeout_ms));
     return MW_OK;
   });

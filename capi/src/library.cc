@@ -19,13 +19,13 @@ MW_API void mw_version(int* major, int* minor, int* patch) noexcept {
 }
 
 MW_API const char* mw_status_string(mw_status_t s) noexcept {
-  return statusName(static_cast<Status>(static_cast<int>(s)));
+  return statusName(static_cast<Status>(capi::enumValue(s)));
 }
 
 MW_API const char* mw_last_error(void) noexcept { return capi::lastError(); }
 
 MW_API int mw_backend_available(mw_backend_t b) noexcept {
-  return backendAvailable(static_cast<Backend>(static_cast<int>(b))) ? 1 : 0;
+  return backendAvailable(static_cast<Backend>(capi::enumValue(b))) ? 1 : 0;
 }
 
 }  // extern "C"

@@ -22,8 +22,8 @@ OpDesc desc(OpKind kind, const void* send, void* recv, size_t count, mw_dtype_t 
   d.sendbuf = send;
   d.recvbuf = recv;
   d.count = count;
-  d.dtype = static_cast<DType>(static_cast<int>(dt));
-  d.redop = static_cast<RedOp>(static_cast<int>(op));
+  d.dtype = static_cast<DType>(enumValue(dt));
+  d.redop = static_cast<RedOp>(enumValue(op));
   d.peer = peer;
   return d;
 }

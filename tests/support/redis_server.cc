@@ -27,7 +27,7 @@ bool answersPing(const std::string& path) {
     const char ping[] = "PING\r\n";
     char buf[16] = {0};
     ok = write(fd, ping, sizeof ping - 1) == static_cast<ssize_t>(sizeof ping - 1) && read(fd, buf, sizeof buf - 1) > 0 &&
-         std::strncmp(buf, "+PONG", 5) == 0;
+         (std::strncmp(buf, "+PONG", 5) == 0 || std::strncmp(buf, "-NOAUTH", 7) == 0);
   }
   close(fd);
   return ok;

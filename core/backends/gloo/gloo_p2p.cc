@@ -135,7 +135,8 @@ struct SelfChannel::Slot {
 namespace {
 
 OpResult copyInto(void* dst, size_t room, const void* src, size_t bytes) {
-  std::memcpy(dst, src, std::min(room, bytes));
+  size_t n = std::min(room, bytes);
+  if (n > 0) std::memcpy(dst, src, n);  // count 0 may come with NULL buffers
   if (room != bytes) {
     return {Status::InvalidArgument,
             "recv of " + std::to_string(room) + " bytes met a send of " + std::to_string(bytes) +

@@ -1,0 +1,171 @@
+// Forming worlds over Redis: epochs, duplicate ranks, size mismatches,
+// timeouts, TTLs on every key, and Redis being unreachable.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "tests/support/mw_test.h"
+#include "tests/support/process.h"
+#include "tests/support/redis_server.h"
+
+using namespace mwtest;
+using namespace std::chrono_literals;
+
+namespace {
+
+int createAndBarrier(const std::string& url, const char* name, int rank, int size, uint64_t* epoch = nullptr) {
+  mw_context_t* ctx = newContext(url);
+  MWT_REQUIRE(ctx);
+  mw_world_t* w = nullptr;
+  MWT_CHECK(mw_world_create(ctx, name, rank, size, MW_BACKEND_GLOO, 0, 20000, &w));
+  mw_request_t* req;
+  MWT_CHECK(mw_barrier_async(w, &req));
+  MWT_CHECK(waitAndFree(req));
+  if (epoch) *epoch = mw_world_epoch(w);
+  MWT_CHECK(mw_world_destroy(w));
+  mw_context_free(ctx);
+  return 0;
+}
+
+// Every key under the namespace has a TTL: Redis never accumulates garbage.
+void expectAllKeysExpire(const RedisServer& redis) {
+  redisContext* c = redisConnectUnix(redis.socketPath().c_str());
+  ASSERT_TRUE(c && !c->err);
+  auto* keys = static_cast<redisReply*>(redisCommand(c, "KEYS mw:*"));
+  ASSERT_TRUE(keys && keys->type == REDIS_REPLY_ARRAY);
+  EXPECT_GT(keys->elements, 0u);
+  for (size_t i = 0; i < keys->elements; ++i) {
+    auto* ttl = static_cast<redisReply*>(redisCommand(c, "PTTL %s", keys->element[i]->str));
+    EXPECT_GT(ttl->integer, 0) << keys->element[i]->str << " has no TTL";
+    freeReplyObject(ttl);
+  }
+  freeReplyObject(keys);
+  redisFree(c);
+}
+
+}  // namespace
+
+TEST(WorldLifecycle, FormsAndEveryKeyHasTtl) {
+  RedisServer redis;
+  EXPECT_TRUE(runRanks(3, [&](int rank) { return createAndBarrier(redis.url(), "ttl-world", rank, 3); }));
+  expectAllKeysExpire(redis);
+}
+
+TEST(WorldLifecycle, EachIncarnationGetsANewEpoch) {
+  RedisServer redis;
+  for (uint64_t expected = 1; expected <= 3; ++expected) {
+    EXPECT_TRUE(runRanks(2, [&](int rank) {
+      uint64_t epoch = 0;
+      if (createAndBarrier(redis.url(), "epochs", rank, 2, &epoch) != 0) return 1;
+      MWT_REQUIRE(epoch == expected);
+      return 0;
+    }));
+  }
+}
+
+TEST(WorldLifecycle, RankClaimedTwiceIsAlreadyExists) {
+  RedisServer redis;
+  Workers w;
+  // The first claimer of rank 0 waits for rank 1; a second claimer of rank 0
+  // must be refused while the first is alive.
+  w.add([&] { return createAndBarrier(redis.url(), "dup", 0, 2); });
+  std::this_thread::sleep_for(300ms);  // let the first claim land
+  pid_t second = spawn([&] {
+    mw_context_t* ctx = newContext(redis.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* world = nullptr;
+    mw_status_t s = mw_world_create(ctx, "dup", 0, 2, MW_BACKEND_GLOO, 0, 5000, &world);
+    MWT_REQUIRE(expectStatus(s, MW_ERR_ALREADY_EXISTS, "second claim of rank 0"));
+    MWT_REQUIRE(std::string(mw_last_error()).find("rank 0") != std::string::npos);
+    mw_context_free(ctx);
+    return 0;
+  });
+  ASSERT_EQ(waitExit(second, 30s), 0);
+  w.add([&] { return createAndBarrier(redis.url(), "dup", 1, 2); });
+  EXPECT_TRUE(w.join());
+}
+
+TEST(WorldLifecycle, SizeMismatchFailsEveryWaitingMember) {
+  RedisServer redis;
+  auto expectMismatch = [&](int rank, int size) {
+    mw_context_t* ctx = newContext(redis.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* world = nullptr;
+    auto start = std::chrono::steady_clock::now();
+    mw_status_t s = mw_world_create(ctx, "mismatch", rank, size, MW_BACKEND_GLOO, 0, 20000, &world);
+    MWT_REQUIRE(expectStatus(s, MW_ERR_INVALID_ARGUMENT, "size mismatch"));
+    MWT_REQUIRE(std::string(mw_last_error()).find("size") != std::string::npos);
+    // Reported at rendezvous, not by running into the 20 s timeout.
+    MWT_REQUIRE(std::chrono::steady_clock::now() - start < 10s);
+    mw_context_free(ctx);
+    return 0;
+  };
+  Workers w;
+  w.add([&] { return expectMismatch(0, 3); });
+  std::this_thread::sleep_for(300ms);
+  w.add([&] { return expectMismatch(1, 2); });
+  EXPECT_TRUE(w.join());
+  // The name is usable again right away.
+  EXPECT_TRUE(runRanks(2, [&](int rank) { return createAndBarrier(redis.url(), "mismatch", rank, 2); }));
+}
+
+TEST(WorldLifecycle, TimeoutWithdrawsTheClaim) {
+  RedisServer redis;
+  EXPECT_TRUE(runRanks(1, [&](int) {
+    mw_context_t* ctx = newContext(redis.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* world = nullptr;
+    auto start = std::chrono::steady_clock::now();
+    mw_status_t s = mw_world_create(ctx, "lonely", 0, 2, MW_BACKEND_GLOO, 0, 300, &world);
+    auto took = std::chrono::steady_clock::now() - start;
+    MWT_REQUIRE(expectStatus(s, MW_ERR_TIMEOUT, "create without peer"));
+    MWT_REQUIRE(took >= 250ms && took < 3s);
+    // The same rank can be claimed again at once: the claim was withdrawn.
+    s = mw_world_create(ctx, "lonely", 0, 2, MW_BACKEND_GLOO, 0, 300, &world);
+    MWT_REQUIRE(expectStatus(s, MW_ERR_TIMEOUT, "second create without peer"));
+    mw_context_free(ctx);
+    return 0;
+  }));
+  EXPECT_TRUE(runRanks(2, [&](int rank) { return createAndBarrier(redis.url(), "lonely", rank, 2); }));
+}
+
+TEST(WorldLifecycle, UnreachableRedisIsStoreError) {
+  RedisServer redis;
+  EXPECT_TRUE(runRanks(1, [&](int) {
+    mw_context_t* ctx = newContext(redis.url(), {{"heartbeat_interval_ms", "50"}, {"heartbeat_timeout_ms", "500"}});
+    MWT_REQUIRE(ctx);
+    kill(redis.pid(), SIGKILL);
+    mw_event_t ev;
+    MWT_CHECK(mw_next_event(ctx, &ev, 5000));
+    MWT_REQUIRE(ev.type == MW_EVENT_STORE_DOWN);
+    mw_world_t* world = nullptr;
+    auto start = std::chrono::steady_clock::now();
+    mw_status_t s = mw_world_create(ctx, "nostore", 0, 1, MW_BACKEND_GLOO, 0, 2000, &world);
+    MWT_REQUIRE(expectStatus(s, MW_ERR_STORE, "create while redis is down"));
+    MWT_REQUIRE(std::chrono::steady_clock::now() - start < 2500ms);
+    mw_context_free(ctx);
+    return 0;
+  }));
+}
+
+TEST(WorldLifecycle, PasswordAndDatabaseInUrl) {
+  RedisServer redis({"--requirepass", "s3cret"});
+  std::string url = "unix://:s3cret@" + redis.socketPath() + "?db=3";
+  EXPECT_TRUE(runRanks(2, [&](int rank) { return createAndBarrier(url, "authed", rank, 2); }));
+  EXPECT_TRUE(runRanks(1, [&](int) {
+    mw_config_t* cfg;
+    MWT_CHECK(mw_config_new(&cfg));
+    MWT_CHECK(mw_config_set(cfg, "redis_url", ("unix://:wrong@" + redis.socketPath()).c_str()));
+    mw_context_t* ctx = nullptr;
+    mw_status_t s = mw_context_new(cfg, &ctx);
+    mw_config_free(cfg);
+    MWT_REQUIRE(expectStatus(s, MW_ERR_STORE, "wrong password"));
+    MWT_REQUIRE(std::string(mw_last_error()).find("wrong") == std::string::npos);
+    return 0;
+  }));
+}
