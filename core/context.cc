@@ -1,5 +1,6 @@
 #include "core/context.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,6 +21,18 @@ std::string newMemberId() {
   return buf;
 }
 
+// Gloo writes to peer sockets with plain write(2), on our threads and on
+// the caller's; a peer that dies mid-write would raise SIGPIPE and, with
+// the default disposition, kill this process. Like gRPC we ignore SIGPIPE
+// then; a handler the program installed itself is left alone.
+void ignoreSigpipeUnlessHandled() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
+      !(current.sa_flags & SA_SIGINFO)) {
+    signal(SIGPIPE, SIG_IGN);
+  }
+}
+
 Config validated(const Config& cfg) {
   cfg.validate();
   return cfg;
@@ -37,6 +50,7 @@ Context::Context(const Config& cfg)
       rendezvous_(pool_, keys_, member_),
       gloo_device_(makeGlooDevice(cfg_.bind_address)) {
   setLogLevel(cfg_.log_level);
+  ignoreSigpipeUnlessHandled();
   watchdog_ = std::make_unique<Watchdog>(cfg_, pool_.url(), keys_, member_, events_);
 }
 

@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -16,7 +17,7 @@ namespace mw {
 namespace {
 
 constexpr size_t kMaxNotices = 4096;
-constexpr std::chrono::milliseconds kMaxBackoff{2000};
+constexpr std::chrono::milliseconds kFirstBackoff{25};
 constexpr int kRefreshEveryTicks = 10;
 
 // The durable marker outlives a short disconnection of any member; the
@@ -33,6 +34,13 @@ std::string hostName() {
   char buf[256] = {0};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
+}
+
+// Members retry often enough that, once Redis is back, they all return
+// within this much of each other; that spread is part of the grace below.
+std::chrono::milliseconds maxBackoff(const Config& cfg) {
+  return std::clamp<std::chrono::milliseconds>(cfg.heartbeat_interval * 2, std::chrono::milliseconds(50),
+                                               std::chrono::milliseconds(250));
 }
 
 std::chrono::milliseconds worldKeyTtl(const Config& cfg) {
@@ -121,9 +129,10 @@ void Watchdog::connect() {
   if (replyIsError(hb.get())) throw Error(Status::Store, "heartbeat failed: " + replyString(hb.get()));
   cmd_ = std::move(cmd);
   sub_ = std::move(sub);
-  backoff_ = std::chrono::milliseconds(100);
-  // Whatever we saw of peers before an outage says nothing about now.
-  for (auto& [member, beat] : peers_) beat.changed = Clock::now();
+  backoff_ = kFirstBackoff;
+  // Whatever we saw of peers before an outage says nothing about now, and
+  // they may come back up to one backoff later than we did.
+  for (auto& [member, beat] : peers_) beat.changed = Clock::now() + maxBackoff(cfg_);
   bool was_down;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -140,7 +149,7 @@ void Watchdog::disconnect(const std::string& why) {
   cmd_.reset();
   sub_.reset();
   next_reconnect_ = Clock::now() + backoff_;
-  backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+  backoff_ = std::min(backoff_ * 2, maxBackoff(cfg_));
   bool was_up;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -188,7 +197,7 @@ void Watchdog::run() {
         disconnect(e.what());
       } else {
         next_reconnect_ = Clock::now() + backoff_;
-        backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+        backoff_ = std::min(backoff_ * 2, maxBackoff(cfg_));
       }
     }
   }
@@ -339,7 +348,8 @@ void Watchdog::tick() {
         peers_[member_list[i]] = PeerBeat{value, now};
         continue;
       }
-      if (it->second.value != value || stalled) {
+      // A key that expired is no sign of life: only a new value is.
+      if ((it->second.value != value && !value.empty()) || stalled) {
         it->second.value = value;
         it->second.changed = now;
       } else if (now - it->second.changed > cfg_.heartbeat_timeout) {

@@ -83,7 +83,7 @@ class Watchdog {
   std::map<std::string, PeerBeat> peers_;  // watchdog thread only
   Clock::time_point last_tick_;
   Clock::time_point next_reconnect_;
-  std::chrono::milliseconds backoff_{100};
+  std::chrono::milliseconds backoff_{25};
   int ticks_ = 0;
 
   mutable std::mutex m_;

@@ -67,6 +67,8 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
 
 GlooCommunicator::GlooCommunicator(std::unique_ptr<GlooLink> link) : link_(std::move(link)) {
   const int size = link_->size();
+  sent_to_.assign(static_cast<size_t>(size), 0);
+  received_from_.assign(static_cast<size_t>(size), 0);
   sentinel_bytes_.assign(static_cast<size_t>(size), 0);
   sentinel_ = link_->context().createUnboundBuffer(sentinel_bytes_.data(), sentinel_bytes_.size());
   for (int peer = 0; peer < size; ++peer) {
@@ -79,13 +81,20 @@ GlooCommunicator::~GlooCommunicator() { close(); }
 
 std::unique_ptr<PendingOp> GlooCommunicator::post(const OpDesc& op) {
   const size_t bytes = op.count * dtypeSize(op.dtype);
+  const bool p2p = op.kind == OpKind::Send || op.kind == OpKind::Recv;
+  if (p2p && bytes > kMaxP2pBytes) {
+    throw Error(Status::InvalidArgument, std::string(opName(op.kind)) + " of " + std::to_string(bytes) +
+                                             " bytes exceeds the Gloo limit of " + std::to_string(kMaxP2pBytes) +
+                                             " bytes per message");
+  }
+  const auto peer = static_cast<size_t>(op.peer);
   switch (op.kind) {
     case OpKind::Send:
       if (op.peer == link_->rank()) return self_.postSend(op.sendbuf, bytes);
-      return postGlooSend(*link_, op.sendbuf, bytes, op.peer);
+      return postGlooSend(*link_, op.sendbuf, bytes, op.peer, sent_to_[peer]++);
     case OpKind::Recv:
       if (op.peer == link_->rank()) return self_.postRecv(op.recvbuf, bytes);
-      return postGlooRecv(*link_, op.recvbuf, bytes, op.peer);
+      return postGlooRecv(*link_, op.recvbuf, bytes, op.peer, received_from_[peer]++);
     default:
       return makeGlooCollective(*link_, op);
   }

@@ -15,10 +15,15 @@ struct Announce {
   uint64_t magic = kAnnounceMagic;
 };
 
-uint64_t slot(uint8_t prefix) { return gloo::Slot::build(prefix, 0); }
+uint64_t fixedSlot(uint8_t prefix) { return gloo::Slot::build(prefix, 0); }
+
+// Prefix byte, 20 bits of sequence number, 36 bits of size.
+uint64_t dataSlot(uint64_t seq, uint64_t bytes) {
+  return (uint64_t{kDataSlot} << 56) | ((seq & 0xFFFFF) << 36) | (bytes & kMaxP2pBytes);
+}
 
 void checkAnnounce(const Announce& a, int peer) {
-  if (a.magic != kAnnounceMagic) {
+  if (a.magic != kAnnounceMagic || a.bytes > kMaxP2pBytes) {
     throw TransportError("corrupt point-to-point announcement from rank " + std::to_string(peer), peer);
   }
 }
@@ -30,14 +35,16 @@ std::string mismatch(const char* self, size_t mine, const char* other, size_t th
 
 class GlooSend : public PendingOp {
  public:
-  GlooSend(GlooLink& link, const void* buf, size_t bytes, int dst)
-      : link_(link), buf_(const_cast<void*>(buf)), bytes_(bytes), dst_(dst) {
+  GlooSend(GlooLink& link, const void* buf, size_t bytes, int dst, uint64_t seq)
+      : link_(link), bytes_(bytes), dst_(dst), seq_(seq) {
     mine_.bytes = bytes;
     room_ = link_.context().createUnboundBuffer(&theirs_, sizeof theirs_);
     told_ = link_.context().createUnboundBuffer(&mine_, sizeof mine_);
+    data_ = link_.context().createUnboundBuffer(const_cast<void*>(buf), bytes);
     try {
-      room_->recv(dst_, slot(kRecvAnnounceSlot));
-      told_->send(dst_, slot(kSendAnnounceSlot));
+      room_->recv(dst_, fixedSlot(kRecvAnnounceSlot));
+      told_->send(dst_, fixedSlot(kSendAnnounceSlot));
+      data_->send(dst_, dataSlot(seq_, bytes_), 0, bytes_);
     } catch (const std::exception& e) {
       link_.rethrow(e, dst_);
     }
@@ -46,42 +53,46 @@ class GlooSend : public PendingOp {
   OpResult run(Deadline d) override {
     link_.waitRecv(*room_, dst_, d);
     checkAnnounce(theirs_, dst_);
-    size_t n = std::min<uint64_t>(bytes_, theirs_.bytes);
-    auto data = link_.context().createUnboundBuffer(buf_, n);
-    try {
-      data->send(dst_, slot(kDataSlot), 0, n);
-    } catch (const std::exception& e) {
-      link_.rethrow(e, dst_);
-    }
-    link_.waitSend(*data, dst_, d);
-    link_.waitSend(*told_, dst_, d);
+    std::vector<char> filler;
+    std::unique_ptr<gloo::transport::UnboundBuffer> feed;
     if (theirs_.bytes != bytes_) {
-      return {Status::InvalidArgument, mismatch("send", bytes_, "recv", theirs_.bytes, dst_)};
+      // The receiver waits on the slot of its own size: feed it.
+      filler.assign(theirs_.bytes, 0);
+      feed = link_.context().createUnboundBuffer(filler.data(), filler.size());
+      try {
+        feed->send(dst_, dataSlot(seq_, theirs_.bytes), 0, filler.size());
+      } catch (const std::exception& e) {
+        link_.rethrow(e, dst_);
+      }
     }
+    link_.waitSend(*data_, dst_, d);
+    if (feed) link_.waitSend(*feed, dst_, d);
+    link_.waitSend(*told_, dst_, d);
+    if (feed) return {Status::InvalidArgument, mismatch("send", bytes_, "recv", theirs_.bytes, dst_)};
     return {};
   }
 
  private:
   GlooLink& link_;
-  void* buf_;
   size_t bytes_;
   int dst_;
+  uint64_t seq_;
   Announce mine_, theirs_;
-  std::unique_ptr<gloo::transport::UnboundBuffer> room_, told_;
+  std::unique_ptr<gloo::transport::UnboundBuffer> room_, told_, data_;
 };
 
 class GlooRecv : public PendingOp {
  public:
-  GlooRecv(GlooLink& link, void* buf, size_t bytes, int src)
-      : link_(link), bytes_(bytes), src_(src) {
+  GlooRecv(GlooLink& link, void* buf, size_t bytes, int src, uint64_t seq)
+      : link_(link), bytes_(bytes), src_(src), seq_(seq) {
     mine_.bytes = bytes;
     told_ = link_.context().createUnboundBuffer(&theirs_, sizeof theirs_);
     room_ = link_.context().createUnboundBuffer(&mine_, sizeof mine_);
     data_ = link_.context().createUnboundBuffer(buf, bytes);
     try {
-      told_->recv(src_, slot(kSendAnnounceSlot));
-      data_->recv(src_, slot(kDataSlot), 0, bytes);
-      room_->send(src_, slot(kRecvAnnounceSlot));
+      told_->recv(src_, fixedSlot(kSendAnnounceSlot));
+      data_->recv(src_, dataSlot(seq_, bytes_), 0, bytes_);
+      room_->send(src_, fixedSlot(kRecvAnnounceSlot));
     } catch (const std::exception& e) {
       link_.rethrow(e, src_);
     }
@@ -90,11 +101,22 @@ class GlooRecv : public PendingOp {
   OpResult run(Deadline d) override {
     link_.waitRecv(*told_, src_, d);
     checkAnnounce(theirs_, src_);
-    link_.waitRecv(*data_, src_, d);
-    link_.waitSend(*room_, src_, d);
+    std::vector<char> sink;
+    std::unique_ptr<gloo::transport::UnboundBuffer> drain;
     if (theirs_.bytes != bytes_) {
-      return {Status::InvalidArgument, mismatch("recv", bytes_, "send", theirs_.bytes, src_)};
+      // The sender's payload sits on the slot of its size: take it away.
+      sink.resize(theirs_.bytes);
+      drain = link_.context().createUnboundBuffer(sink.data(), sink.size());
+      try {
+        drain->recv(src_, dataSlot(seq_, theirs_.bytes), 0, sink.size());
+      } catch (const std::exception& e) {
+        link_.rethrow(e, src_);
+      }
     }
+    link_.waitRecv(*data_, src_, d);
+    if (drain) link_.waitRecv(*drain, src_, d);
+    link_.waitSend(*room_, src_, d);
+    if (drain) return {Status::InvalidArgument, mismatch("recv", bytes_, "send", theirs_.bytes, src_)};
     return {};
   }
 
@@ -102,6 +124,7 @@ class GlooRecv : public PendingOp {
   GlooLink& link_;
   size_t bytes_;
   int src_;
+  uint64_t seq_;
   Announce mine_, theirs_;
   std::unique_ptr<gloo::transport::UnboundBuffer> told_, room_, data_;
 };
@@ -117,12 +140,12 @@ class Done : public PendingOp {
 
 }  // namespace
 
-std::unique_ptr<PendingOp> postGlooSend(GlooLink& link, const void* buf, size_t bytes, int dst) {
-  return std::make_unique<GlooSend>(link, buf, bytes, dst);
+std::unique_ptr<PendingOp> postGlooSend(GlooLink& link, const void* buf, size_t bytes, int dst, uint64_t seq) {
+  return std::make_unique<GlooSend>(link, buf, bytes, dst, seq);
 }
 
-std::unique_ptr<PendingOp> postGlooRecv(GlooLink& link, void* buf, size_t bytes, int src) {
-  return std::make_unique<GlooRecv>(link, buf, bytes, src);
+std::unique_ptr<PendingOp> postGlooRecv(GlooLink& link, void* buf, size_t bytes, int src, uint64_t seq) {
+  return std::make_unique<GlooRecv>(link, buf, bytes, src, seq);
 }
 
 struct SelfChannel::Slot {
