@@ -130,9 +130,10 @@ void Watchdog::connect() {
   cmd_ = std::move(cmd);
   sub_ = std::move(sub);
   backoff_ = kFirstBackoff;
-  // Whatever we saw of peers before an outage says nothing about now, and
-  // they may come back up to one backoff later than we did.
-  for (auto& [member, beat] : peers_) beat.changed = Clock::now() + maxBackoff(cfg_);
+  // After an outage (Redis may have restarted empty) peers need time to
+  // write their heartbeats again; they come back up to one backoff after
+  // us, and write within one interval of that.
+  judge_after_ = Clock::now() + maxBackoff(cfg_) + 2 * cfg_.heartbeat_interval;
   bool was_down;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -318,9 +319,12 @@ void Watchdog::tick() {
   for (size_t i = 0; i < refreshes; ++i) cmd_->readReply();
 
   auto now = Clock::now();
-  // If this thread itself was held up (CPU starvation, SIGSTOP), stale
-  // heartbeats say nothing about the peers: start their clocks afresh.
-  bool stalled = now - last_tick_ > cfg_.heartbeat_timeout / 2;
+  // If this thread itself was held up (CPU starvation, SIGSTOP, a Redis
+  // that stalled for everyone), missing heartbeats say nothing about the
+  // peers yet: give them a moment to write again.
+  if (now - last_tick_ > cfg_.heartbeat_timeout / 2) {
+    judge_after_ = std::max(judge_after_, now + 2 * cfg_.heartbeat_interval);
+  }
 
   if (markers && markers->type == REDIS_REPLY_ARRAY && markers->elements == worlds.size()) {
     for (size_t i = 0; i < worlds.size(); ++i) {
@@ -339,20 +343,17 @@ void Watchdog::tick() {
     }
   }
 
+  // A heartbeat key lives heartbeat_timeout_ms after its last refresh, by
+  // the Redis server's clock: a missing key is a member that has not
+  // refreshed for that long, whatever the clocks of the members say.
   std::set<std::string> dead;
   if (beats && beats->type == REDIS_REPLY_ARRAY && beats->elements == member_list.size()) {
     for (size_t i = 0; i < member_list.size(); ++i) {
-      std::string value = replyString(beats->element[i]);
-      auto it = peers_.find(member_list[i]);
-      if (it == peers_.end()) {
-        peers_[member_list[i]] = PeerBeat{value, now};
-        continue;
-      }
-      // A key that expired is no sign of life: only a new value is.
-      if ((it->second.value != value && !value.empty()) || stalled) {
-        it->second.value = value;
-        it->second.changed = now;
-      } else if (now - it->second.changed > cfg_.heartbeat_timeout) {
+      const redisReply* b = beats->element[i];
+      auto& beat = peers_.try_emplace(member_list[i], PeerBeat{now}).first->second;
+      if (b && b->type == REDIS_REPLY_STRING) {
+        beat.last_seen = now;
+      } else if (now >= judge_after_) {
         dead.insert(member_list[i]);
       }
     }
@@ -364,10 +365,11 @@ void Watchdog::tick() {
   for (const auto& w : worlds) {
     for (size_t r = 0; r < w.members.size(); ++r) {
       if (static_cast<int>(r) == w.rank || !dead.count(w.members[r])) continue;
-      auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - peers_[w.members[r]].changed);
+      auto seen = std::chrono::duration_cast<std::chrono::milliseconds>(now - peers_[w.members[r]].last_seen);
       breakWorlds(w.name, w.epoch, static_cast<int>(r),
-                  "no heartbeat from rank " + std::to_string(r) + " for " + std::to_string(age.count()) +
-                      " ms (heartbeat_timeout_ms=" + std::to_string(cfg_.heartbeat_timeout.count()) + ")",
+                  "rank " + std::to_string(r) + " missed its heartbeats for heartbeat_timeout_ms=" +
+                      std::to_string(cfg_.heartbeat_timeout.count()) + " (last seen " +
+                      std::to_string(seen.count()) + " ms ago)",
                   false, true);
       break;
     }

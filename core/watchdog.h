@@ -55,8 +55,7 @@ class Watchdog {
     std::string detail;
   };
   struct PeerBeat {
-    std::string value;
-    Clock::time_point changed;
+    Clock::time_point last_seen;  // when its heartbeat key last existed
   };
 
   void run();
@@ -82,6 +81,7 @@ class Watchdog {
   uint64_t beat_ = 0;
   std::map<std::string, PeerBeat> peers_;  // watchdog thread only
   Clock::time_point last_tick_;
+  Clock::time_point judge_after_;  // no verdicts before this (outage, stall)
   Clock::time_point next_reconnect_;
   std::chrono::milliseconds backoff_{25};
   int ticks_ = 0;

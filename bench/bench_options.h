@@ -1,0 +1,20 @@
+// What a benchmark run was asked for; filled by mw_bench's argument parser
+// (bench_main.cc) or, later, by `multiworld bench`.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace mwbench {
+
+struct BenchOptions {
+  std::string json_path;            // --json FILE: also write the results there
+  std::size_t iters = 0;            // --iters N: fixed iterations per round; 0 = calibrate
+  std::size_t rounds = 5;           // --rounds R: alternating ours/raw rounds, median taken
+  std::size_t min_bytes = 64;       // --min-bytes B
+  std::size_t max_bytes = 64u << 20;  // --max-bytes B; sizes go min, 4*min, ... <= max
+  std::string redis_url;            // --redis URL; else MW_REDIS_URL; else a private redis-server
+  std::string command;              // the command line, for the report header
+};
+
+}  // namespace mwbench

@@ -1,0 +1,71 @@
+// One rank of the point-to-point benchmark: the traffic itself, over our
+// library (OURS: a 2-rank multiworld Gloo world through the C API) and over
+// a raw Gloo context on the same TCP transport (RAW). Rank 0 drives: each
+// measurement it runs is first sent to rank 1 as a command over the raw
+// context, so both ranks always run the same measurement with the same
+// iteration count. Process management and reporting live in p2p_suite.cc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace mwbench {
+
+// A failed call, a timeout or a payload that arrived wrong.
+class BenchError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Impl : uint32_t { Ours = 1, Raw = 2 };
+enum class Measure : uint32_t { Bandwidth = 1, Latency = 2, Quit = 3 };
+
+// Outstanding transfers per direction in the bandwidth measurement.
+constexpr std::size_t kWindow = 8;
+
+struct P2pCommand {
+  uint32_t measure = 0;  // Measure
+  uint32_t impl = 0;     // Impl
+  uint64_t bytes = 0;
+  uint64_t iters = 0;    // messages (bandwidth) or timed round trips (latency)
+  uint64_t seed = 0;     // content of the verified last payloads
+};
+
+struct PeerSetup {
+  int rank = 0;               // 0 or 1
+  std::string redis_url;      // for OURS
+  std::string mw_namespace;   // Redis key prefix of this run
+  std::string file_store_dir; // existing, empty directory for RAW's FileStore
+  int timeout_ms = 120000;    // any single wait longer than this fails the run
+};
+
+class P2pPeer {
+ public:
+  // Connects OURS (context + world "p2p") and RAW (Gloo full mesh) to the
+  // other rank. Throws BenchError or std::exception.
+  explicit P2pPeer(const PeerSetup& setup);
+  ~P2pPeer();
+  P2pPeer(const P2pPeer&) = delete;
+  P2pPeer& operator=(const P2pPeer&) = delete;
+
+  // Rank 0 only: has rank 1 run `cmd` alongside and runs rank 0's side.
+  // Returns the seconds of the timed part: `iters` messages streamed with
+  // kWindow outstanding, up to rank 1's acknowledgement (Bandwidth), or
+  // `iters` ping-pong round trips after one untimed one (Latency).
+  // The last payload of each direction is checked byte for byte; a wrong
+  // byte throws BenchError on the receiving rank.
+  double run(const P2pCommand& cmd);
+  // Rank 0 only: ends rank 1's serve() and waits for its acknowledgement.
+  void quit();
+  // Rank 1 only: runs rank 0's commands until quit().
+  void serve();
+
+ private:
+  class State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace mwbench

@@ -1,0 +1,462 @@
+#include "bench/p2p_suite.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/p2p_bench.h"
+
+namespace mwbench {
+namespace {
+
+// Seconds one round of one implementation should take at each size when the
+// iteration count is calibrated. With 5 rounds that is about 0.9 s per size
+// and side, about 25 s for the default 11 sizes, both sides.
+constexpr double kBandwidthRoundSeconds = 0.12;
+constexpr double kLatencyRoundSeconds = 0.06;
+// A calibration probe counts once the faster side took this long.
+constexpr double kProbeSeconds = 0.02;
+constexpr uint64_t kMinLatencyIters = 3;
+constexpr uint64_t kMaxIters = 2000000;
+
+// One size's results, from rank 0 to the parent through a pipe.
+struct Row {
+  uint64_t bytes = 0;
+  double ours_gbps = 0, raw_gbps = 0, ours_lat_us = 0, raw_lat_us = 0;
+};
+
+std::string machineName() {
+  struct utsname u {};
+  std::string host = uname(&u) == 0 ? u.nodename : "unknown";
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+  return host + " (nproc " + std::to_string(cpus) + ")";
+}
+
+std::vector<size_t> sizesOf(const BenchOptions& opt) {
+  std::vector<size_t> sizes;
+  for (size_t b = opt.min_bytes; b <= opt.max_bytes; b *= 4) {
+    sizes.push_back(b);
+    if (b > opt.max_bytes / 4) break;
+  }
+  return sizes;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+bool writeAll(int fd, const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// ---- a private redis-server ------------------------------------------------
+
+bool answersPing(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  bool ok = false;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const char ping[] = "PING\r\n";
+    char buf[16] = {0};
+    ok = write(fd, ping, sizeof ping - 1) == static_cast<ssize_t>(sizeof ping - 1) &&
+         read(fd, buf, sizeof buf - 1) > 0 && std::strncmp(buf, "+PONG", 5) == 0;
+  }
+  close(fd);
+  return ok;
+}
+
+class RedisServer {
+ public:
+  explicit RedisServer(const std::string& dir) : socket_(dir + "/redis.sock") {
+    std::vector<std::string> args = {"redis-server", "--port", "0", "--unixsocket", socket_,
+                                     "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
+                                     "--dir", dir, "--logfile", dir + "/redis.log"};
+    pid_ = fork();
+    if (pid_ < 0) throw BenchError("fork failed: " + std::string(std::strerror(errno)));
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execvp("redis-server", argv.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 1000; ++i) {
+      if (answersPing(socket_)) return;
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        throw BenchError("redis-server exited at start (is it installed? see " + dir + "/redis.log)");
+      }
+      // Start-up has no event to wait on; a short sleep between probes.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    stop();
+    throw BenchError("redis-server did not answer PING within 10 s");
+  }
+  ~RedisServer() { stop(); }
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  std::string url() const { return "unix://" + socket_; }
+
+  void stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    int status;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+
+ private:
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string base = std::filesystem::temp_directory_path().string() + "/mw-bench-XXXXXX";
+    std::vector<char> tmpl(base.begin(), base.end());
+    tmpl.push_back('\0');
+    if (!mkdtemp(tmpl.data())) throw BenchError("mkdtemp failed: " + std::string(std::strerror(errno)));
+    path_ = tmpl.data();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// ---- rank 0: what to measure -------------------------------------------------
+
+class Driver {
+ public:
+  Driver(P2pPeer& peer, const BenchOptions& opt) : peer_(peer), opt_(opt) {}
+
+  Row measure(uint64_t bytes) {
+    uint64_t bw_iters = opt_.iters, lat_iters = opt_.iters;
+    if (opt_.iters == 0) {
+      bw_iters = calibrate(Measure::Bandwidth, bytes, kBandwidthRoundSeconds, kWindow);
+      lat_iters = calibrate(Measure::Latency, bytes, kLatencyRoundSeconds, kMinLatencyIters);
+    }
+    std::vector<double> ours_bw, raw_bw, ours_lat, raw_lat;
+    for (size_t round = 0; round < opt_.rounds; ++round) {
+      // ours, raw, ours, raw...; odd rounds start with raw so that a drift
+      // within a round favours neither.
+      const Impl first = round % 2 ? Impl::Raw : Impl::Ours;
+      const Impl second = round % 2 ? Impl::Ours : Impl::Raw;
+      for (Impl impl : {first, second}) {
+        double t = run(Measure::Bandwidth, impl, bytes, bw_iters);
+        (impl == Impl::Ours ? ours_bw : raw_bw).push_back(static_cast<double>(bytes * bw_iters) * 8 / t / 1e9);
+      }
+      for (Impl impl : {first, second}) {
+        double t = run(Measure::Latency, impl, bytes, lat_iters);
+        (impl == Impl::Ours ? ours_lat : raw_lat).push_back(t / static_cast<double>(lat_iters) / 2 * 1e6);
+      }
+    }
+    Row row;
+    row.bytes = bytes;
+    row.ours_gbps = median(ours_bw);
+    row.raw_gbps = median(raw_bw);
+    row.ours_lat_us = median(ours_lat);
+    row.raw_lat_us = median(raw_lat);
+    return row;
+  }
+
+ private:
+  double run(Measure m, Impl impl, uint64_t bytes, uint64_t iters) {
+    P2pCommand c;
+    c.measure = static_cast<uint32_t>(m);
+    c.impl = static_cast<uint32_t>(impl);
+    c.bytes = bytes;
+    c.iters = iters;
+    c.seed = ++seed_;
+    return std::max(peer_.run(c), 1e-9);
+  }
+
+  // Grows the iteration count until both sides took measurable time (this
+  // also warms both up), then picks the count at which a round takes about
+  // `target` seconds, per the geometric mean of the two sides' speeds.
+  uint64_t calibrate(Measure m, uint64_t bytes, double target, uint64_t min_iters) {
+    uint64_t n = min_iters;
+    for (;;) {
+      double ours = run(m, Impl::Ours, bytes, n);
+      double raw = run(m, Impl::Raw, bytes, n);
+      double fast = std::min(ours, raw);
+      if (fast >= kProbeSeconds || n >= kMaxIters) {
+        double per_iter = std::sqrt(ours * raw) / static_cast<double>(n);
+        double want = std::round(target / per_iter);
+        return static_cast<uint64_t>(std::clamp(want, static_cast<double>(min_iters), static_cast<double>(kMaxIters)));
+      }
+      double grow = std::clamp(std::ceil(1.5 * kProbeSeconds / fast), 2.0, 16.0);
+      n = std::min<uint64_t>(static_cast<uint64_t>(static_cast<double>(n) * grow), kMaxIters);
+    }
+  }
+
+  P2pPeer& peer_;
+  const BenchOptions& opt_;
+  uint64_t seed_ = 0;
+};
+
+int rankMain(int rank, const BenchOptions& opt, const PeerSetup& base, int result_fd) {
+  std::unique_ptr<P2pPeer> peer;
+  try {
+    PeerSetup setup = base;
+    setup.rank = rank;
+    peer = std::make_unique<P2pPeer>(setup);
+    if (rank == 1) {
+      peer->serve();
+    } else {
+      Driver driver(*peer, opt);
+      for (size_t bytes : sizesOf(opt)) {
+        Row row = driver.measure(bytes);
+        if (!writeAll(result_fd, &row, sizeof row)) throw BenchError("lost the pipe to the parent");
+      }
+      peer->quit();
+    }
+    peer.reset();
+    return 0;
+  } catch (const std::exception& e) {
+    // Said before anything else happens: the other rank fails next, and
+    // the parent may kill this one. The process exits without tearing the
+    // world down; the peer sees its connections close.
+    std::fprintf(stderr, "mw_bench p2p: rank %d: %s\n", rank, e.what());
+    std::fflush(stderr);
+    (void)peer.release();
+    return 1;
+  }
+}
+
+// ---- the parent: processes and reporting -------------------------------------
+
+std::string jsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04x", c);
+      out += esc;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+double ratioOf(const Row& r) { return r.raw_gbps > 0 ? r.ours_gbps / r.raw_gbps : 0; }
+
+void printRow(const Row& r) {
+  std::printf("%10llu %10.3f %10.3f %7.3f %12.2f %11.2f %13.2f\n", static_cast<unsigned long long>(r.bytes),
+              r.ours_gbps, r.raw_gbps, ratioOf(r), r.ours_lat_us, r.raw_lat_us, r.ours_lat_us - r.raw_lat_us);
+  std::fflush(stdout);
+}
+
+bool writeJson(const std::string& path, const BenchOptions& opt, const std::string& machine,
+               const std::vector<Row>& rows) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "mw_bench p2p: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  std::fprintf(f, "{\"bench\": \"p2p\", \"command\": %s, \"machine\": %s, \"rows\": [",
+               jsonString(opt.command).c_str(), jsonString(machine).c_str());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    std::fprintf(f,
+                 "%s\n  {\"bytes\": %llu, \"ours_gbps\": %.6g, \"raw_gbps\": %.6g, \"ratio\": %.6g, "
+                 "\"ours_lat_us\": %.6g, \"raw_lat_us\": %.6g}",
+                 i ? "," : "", static_cast<unsigned long long>(r.bytes), r.ours_gbps, r.raw_gbps, ratioOf(r),
+                 r.ours_lat_us, r.raw_lat_us);
+  }
+  std::fprintf(f, "\n]}\n");
+  bool ok = std::fflush(f) == 0 && !std::ferror(f);
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) std::fprintf(stderr, "mw_bench p2p: writing %s failed\n", path.c_str());
+  return ok;
+}
+
+bool exitedOk(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+}  // namespace
+
+int runP2pSuite(const BenchOptions& opt) {
+  if (opt.min_bytes == 0 || opt.min_bytes > opt.max_bytes) {
+    std::fprintf(stderr, "mw_bench p2p: need 0 < --min-bytes <= --max-bytes\n");
+    return 2;
+  }
+  if (opt.rounds == 0) {
+    std::fprintf(stderr, "mw_bench p2p: --rounds must be at least 1\n");
+    return 2;
+  }
+  const std::string machine = machineName();
+  std::vector<Row> rows;
+  bool ok = true;
+  try {
+    TempDir dir;
+    PeerSetup setup;
+    setup.mw_namespace = "mwbench." + std::to_string(getpid());
+    setup.file_store_dir = dir.path() + "/gloo-store";
+    std::filesystem::create_directory(setup.file_store_dir);
+
+    std::unique_ptr<RedisServer> redis;
+    setup.redis_url = opt.redis_url;
+    if (setup.redis_url.empty()) {
+      const char* env = std::getenv("MW_REDIS_URL");
+      if (env && *env) setup.redis_url = env;
+    }
+    if (setup.redis_url.empty()) {
+      redis = std::make_unique<RedisServer>(dir.path());
+      setup.redis_url = redis->url();
+    }
+
+    std::printf("# p2p on %s: %s\n", machine.c_str(), opt.command.c_str());
+    std::printf("# ours = multiworld Gloo world, raw = gloo::rendezvous::Context, both tcp on 127.0.0.1; "
+                "gbps = 1e9 bit/s one way, %zu sends outstanding; lat = half a ping-pong round trip; "
+                "median of %zu alternating rounds; %s\n",
+                kWindow, opt.rounds, opt.iters ? ("iterations " + std::to_string(opt.iters)).c_str()
+                                                : "iterations calibrated per size");
+    std::printf("%10s %10s %10s %7s %12s %11s %13s\n", "bytes", "ours_gbps", "raw_gbps", "ratio", "ours_lat_us",
+                "raw_lat_us", "added_lat_us");
+    std::fflush(stdout);
+    std::fflush(stderr);
+
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) throw BenchError("pipe failed: " + std::string(std::strerror(errno)));
+    pid_t pids[2] = {-1, -1};
+    for (int rank = 0; rank < 2; ++rank) {
+      pids[rank] = fork();
+      if (pids[rank] < 0) {
+        for (int r = 0; r < rank; ++r) kill(pids[r], SIGKILL);
+        throw BenchError("fork failed: " + std::string(std::strerror(errno)));
+      }
+      if (pids[rank] == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(fds[0]);
+        if (rank != 0) close(fds[1]);
+        int rc = rankMain(rank, opt, setup, fds[1]);
+        std::fflush(stdout);
+        std::fflush(stderr);
+        _exit(rc);
+      }
+    }
+    close(fds[1]);
+
+    // Print rows as rank 0 finishes them; if a rank fails, the other one
+    // may wait for it forever, so it is killed.
+    std::string pending;
+    bool eof = false;
+    int status[2] = {0, 0};
+    bool reaped[2] = {false, false};
+    bool killed = false;
+    int failed_rank = -1;
+    std::chrono::steady_clock::time_point kill_at;
+    while (!(eof && reaped[0] && reaped[1])) {
+      if (!eof) {
+        pollfd p{fds[0], POLLIN, 0};
+        if (poll(&p, 1, 200) > 0) {
+          char buf[4096];
+          ssize_t n = read(fds[0], buf, sizeof buf);
+          if (n > 0) {
+            pending.append(buf, static_cast<size_t>(n));
+          } else if (n == 0 || errno != EINTR) {
+            eof = true;
+          }
+          while (pending.size() >= sizeof(Row)) {
+            Row row;
+            std::memcpy(&row, pending.data(), sizeof row);
+            pending.erase(0, sizeof row);
+            rows.push_back(row);
+            printRow(row);
+          }
+        }
+      } else {
+        poll(nullptr, 0, 100);
+      }
+      for (int rank = 0; rank < 2; ++rank) {
+        if (reaped[rank] || waitpid(pids[rank], &status[rank], WNOHANG) != pids[rank]) continue;
+        reaped[rank] = true;
+        if (!exitedOk(status[rank])) {
+          if (WIFSIGNALED(status[rank]) && !(killed && rank == 1 - failed_rank)) {
+            std::fprintf(stderr, "mw_bench p2p: rank %d died of signal %d\n", rank, WTERMSIG(status[rank]));
+          }
+          if (ok) {
+            ok = false;
+            failed_rank = rank;
+            kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+          }
+        }
+      }
+      // The other rank usually fails on its own once its peer is gone;
+      // one still waiting after a grace period is killed.
+      if (!ok && !killed && std::chrono::steady_clock::now() >= kill_at) {
+        for (int rank = 0; rank < 2; ++rank) {
+          if (!reaped[rank]) kill(pids[rank], SIGKILL);
+        }
+        killed = true;
+      }
+    }
+    close(fds[0]);
+    if (ok && rows.size() != sizesOf(opt).size()) {
+      std::fprintf(stderr, "mw_bench p2p: got %zu of %zu rows\n", rows.size(), sizesOf(opt).size());
+      ok = false;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mw_bench p2p: %s\n", e.what());
+    return 1;
+  }
+  if (!ok) {
+    std::fprintf(stderr, "mw_bench p2p: FAILED\n");
+    return 1;
+  }
+  if (!opt.json_path.empty() && !writeJson(opt.json_path, opt, machine, rows)) return 1;
+  return 0;
+}
+
+}  // namespace mwbench
