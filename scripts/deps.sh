@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs what building and testing multiworld needs, from Debian 12's apt.
+# Installs, from Debian 12's apt, every package named in scripts/packages/*.list
+# (one per line, '#' comments) that is not installed yet.
 set -euo pipefail
-packages=(build-essential cmake pkg-config libgloo-dev libhiredis-dev redis-server
-          libgtest-dev iproute2 procps)
+here=$(cd "$(dirname "$0")" && pwd)
+mapfile -t packages < <(cat "$here"/packages/*.list | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -51,6 +51,8 @@ class GlooSend : public PendingOp {
   }
 
   OpResult run(Deadline d) override {
+    // The filler must go out before waiting for our payload: on a mismatch
+    // the receiver drains our payload only after its own slot was fed.
     link_.waitRecv(*room_, dst_, d);
     checkAnnounce(theirs_, dst_);
     std::vector<char> filler;
@@ -99,6 +101,10 @@ class GlooRecv : public PendingOp {
   }
 
   OpResult run(Deadline d) override {
+    // The payload (or, on a mismatch, the sender's filler, which it sends
+    // without waiting for us) arrives after the sender's announcement:
+    // waiting for it first wakes the worker once rather than twice.
+    link_.waitRecv(*data_, src_, d);
     link_.waitRecv(*told_, src_, d);
     checkAnnounce(theirs_, src_);
     std::vector<char> sink;
@@ -113,7 +119,6 @@ class GlooRecv : public PendingOp {
         link_.rethrow(e, src_);
       }
     }
-    link_.waitRecv(*data_, src_, d);
     if (drain) link_.waitRecv(*drain, src_, d);
     link_.waitSend(*room_, src_, d);
     if (drain) return {Status::InvalidArgument, mismatch("recv", bytes_, "send", theirs_.bytes, src_)};
