@@ -13,11 +13,31 @@ World::World(WorldIdentity id, std::unique_ptr<Communicator> comm, WorldOwner& o
     : id_(std::move(id)), comm_(std::move(comm)), owner_(owner), op_timeout_(op_timeout) {}
 
 World::~World() {
-  // destroy() is the normal path; this covers a world that never started.
-  if (worker_.joinable()) destroy();
+  // destroy() is the normal path; this covers a world dropped without it.
+  destroy();
 }
 
-void World::start() { worker_ = std::thread([this] { workerMain(); }); }
+void World::start() {
+  std::lock_guard<std::mutex> lock(m_);
+  OpDesc any;  // anything that is not a receive lands on the main lane
+  laneFor(any);
+}
+
+World::Lane& World::laneFor(const OpDesc& op) {
+  int key = op.kind == OpKind::Recv ? op.peer : kMainLane;
+  auto& slot = lanes_[key];
+  if (!slot) {
+    slot = std::make_unique<Lane>();
+    slot->peer = key;
+    Lane* lane = slot.get();
+    lane->thread = std::thread([this, lane] { laneMain(*lane); });
+  }
+  return *slot;
+}
+
+void World::notifyAll() {
+  for (auto& [peer, lane] : lanes_) lane->cv.notify_all();
+}
 
 WorldState World::state() const {
   std::lock_guard<std::mutex> lock(m_);
@@ -48,12 +68,19 @@ Request* World::submit(const OpDesc& op) {
     throw Error(Status::WorldBroken, "world '" + id_.name + "' is broken: " + e.what());
   }
   Request* r = Request::create(shared_from_this(), owner_.completions());
+  bool main_lane;
   {
     std::lock_guard<std::mutex> lock(m_);
-    queue_.push_back(Item{r->shared_from_this(), std::move(pending)});
+    if (stopping_) {
+      r->complete(Status::Cancelled, "world '" + id_.name + "' was destroyed");
+      return r;
+    }
+    Lane& lane = laneFor(op);
+    lane.queue.push_back(Item{r->shared_from_this(), std::move(pending)});
+    lane.cv.notify_one();
+    main_lane = lane.peer == kMainLane;
   }
-  cv_.notify_one();
-  comm_->wake();
+  if (main_lane) comm_->wake();  // the main lane idles in the backend
   return r;
 }
 
@@ -67,7 +94,10 @@ void World::breakWorld(int peer_rank, const std::string& detail, bool announce) 
   MW_LOG(LogLevel::Info, "world %s epoch %llu broken (peer %d): %s", id_.name.c_str(),
          static_cast<unsigned long long>(id_.epoch), peer_rank, detail.c_str());
   comm_->abort();
-  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    notifyAll();
+  }
   owner_.worldBroken(shared_from_this(), peer_rank, detail, announce);
 }
 
@@ -75,46 +105,55 @@ bool World::destroy() {
   bool was_ready;
   {
     std::lock_guard<std::mutex> lock(m_);
-    if (state_ == WorldState::Destroyed && !worker_.joinable()) return false;
+    if (stopping_) return false;
     was_ready = state_ == WorldState::Ready;
     state_ = WorldState::Destroyed;
     stopping_ = true;
+    notifyAll();
   }
   comm_->abort();
-  cv_.notify_all();
   comm_->wake();
-  if (worker_.joinable()) worker_.join();
+  // No lane is added once stopping_ is set, so the map is stable here.
+  for (auto& [peer, lane] : lanes_) {
+    if (lane->thread.joinable()) lane->thread.join();
+  }
   comm_->close();
   return was_ready;
 }
 
-void World::workerMain() {
-  std::string thread_name = "mw:" + id_.name;
+void World::laneMain(Lane& lane) {
+  std::string thread_name = (lane.peer == kMainLane ? "mw:" : "mw<" + std::to_string(lane.peer) + ":") + id_.name;
   thread_name.resize(std::min<size_t>(thread_name.size(), 15));
   pthread_setname_np(pthread_self(), thread_name.c_str());
 
+  const bool main = lane.peer == kMainLane;
   for (;;) {
     Item item;
-    bool healthy;
+    bool idle_in_backend = false;
     {
       std::unique_lock<std::mutex> lock(m_);
-      healthy = state_ == WorldState::Ready;
-      if (!healthy) cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (!queue_.empty()) {
-        item = std::move(queue_.front());
-        queue_.pop_front();
+      // The main lane of a healthy world idles inside the backend, where a
+      // failing peer wakes it; every other lane idles here.
+      if (!(main && state_ == WorldState::Ready)) {
+        lane.cv.wait(lock, [&] { return stopping_ || !lane.queue.empty(); });
+      }
+      if (!lane.queue.empty()) {
+        item = std::move(lane.queue.front());
+        lane.queue.pop_front();
       } else if (stopping_) {
         return;
+      } else {
+        idle_in_backend = true;
       }
     }
     if (item.request) {
       runItem(item);
-      continue;
-    }
-    try {
-      comm_->idleWait();
-    } catch (const TransportError& e) {
-      breakWorld(e.peerRank(), e.what(), true);
+    } else if (idle_in_backend) {
+      try {
+        comm_->idleWait();
+      } catch (const TransportError& e) {
+        breakWorld(e.peerRank(), e.what(), true);
+      }
     }
   }
 }

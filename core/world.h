@@ -1,11 +1,18 @@
 // One incarnation of a world on this process: its identity, its state
-// (ready -> broken -> destroyed), the queue of issued operations and the
-// worker thread that runs them in issue order. Backend-neutral.
+// (ready -> broken -> destroyed), and the lanes that run issued operations.
+// Backend-neutral.
+//
+// Lanes: sends and collectives run in issue order on the main lane; the
+// receives from each peer run in issue order on that peer's own lane, so a
+// receive that is posted long before its message arrives (the usual way to
+// serve) never holds up sends, collectives or receives from other peers.
+// Each lane has one named thread; receive lanes start on first use.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -77,10 +84,19 @@ class World : public std::enable_shared_from_this<World> {
     std::shared_ptr<Request> request;
     std::unique_ptr<PendingOp> op;
   };
+  static constexpr int kMainLane = -1;
+  struct Lane {
+    int peer = kMainLane;  // the peer whose receives it runs, or kMainLane
+    std::deque<Item> queue;
+    std::condition_variable cv;
+    std::thread thread;
+  };
 
-  void workerMain();
+  Lane& laneFor(const OpDesc& op);  // under m_; starts the lane's thread
+  void laneMain(Lane& lane);
   void runItem(Item& item);
   Status failureStatus() const;  // WorldBroken or Cancelled, for the state now
+  void notifyAll();              // under m_
 
   const WorldIdentity id_;
   std::unique_ptr<Communicator> comm_;
@@ -89,12 +105,10 @@ class World : public std::enable_shared_from_this<World> {
 
   std::mutex issue_m_;  // makes post order equal queue order
   mutable std::mutex m_;
-  std::condition_variable cv_;
   WorldState state_ = WorldState::Ready;
   std::string broken_detail_;
   bool stopping_ = false;
-  std::deque<Item> queue_;
-  std::thread worker_;
+  std::map<int, std::unique_ptr<Lane>> lanes_;  // by peer; kMainLane first
 };
 
 }  // namespace mw

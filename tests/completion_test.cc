@@ -202,7 +202,7 @@ int exactlyOnceWorker(const std::string& url, int rank) {
   MWT_REQUIRE(user_datas.size() == static_cast<size_t>(kOps));
 
   static const size_t kMax[] = {1, 3, 1, 16, 64, 300, 2};
-  int collected = 0, failures = 0, last_k = -1, round = 0;
+  int collected = 0, failures = 0, last_main_k = -1, last_recv_k = -1, round = 0;
   const auto deadline = Clock::now() + std::chrono::milliseconds(kWaitMs);
   std::vector<mw_completion_t> out(300);
   while (collected < kOps) {
@@ -242,7 +242,10 @@ int exactlyOnceWorker(const std::string& url, int rank) {
       }
       it.seen = true;
       ++collected;
-      if (k <= last_k) {  // one world: completions in issue order
+      // Sends and collectives complete in issue order, and so do the
+      // receives from one peer, on their own lane.
+      int& last_k = (k % 3 != 0 && rank != (k % 3 == 1 ? 0 : 1)) ? last_recv_k : last_main_k;
+      if (k <= last_k) {
         std::fprintf(stderr, "rank %d: request %d delivered after request %d\n", rank, k, last_k);
         ++failures;
       }
@@ -311,8 +314,9 @@ int reportedWorker(const std::string& url, int rank, SharedFlags& flags) {
     }
     mw_request_set_user_data(it.req, 1000u + static_cast<uint64_t>(k));
   }
-  // A final barrier: once it is done, every earlier request of the world is
-  // done too (issue order), so all of them sit in the delivery queue.
+  // A final barrier: once it is done, every earlier send and collective of
+  // the world is done too (issue order); receives finish on their own lane
+  // and are collected by the polling window below.
   mw_request_t* fence = nullptr;
   MWT_CHECK(mw_barrier_async(m.world, &fence));
   MWT_CHECK(mw_wait(fence, kWaitMs));
@@ -768,7 +772,16 @@ int userDataWorker(const std::string& url) {
   mw_request_set_user_data(ra, 10);
   mw_request_set_user_data(sa, 11);
   MWT_CHECK(mw_barrier_async(m.world, &fence));
-  MWT_CHECK(mw_wait(fence, kWaitMs));  // ra and sa are done too (issue order)
+  MWT_CHECK(mw_wait(fence, kWaitMs));  // sa is done too (sends and collectives run in issue order)
+  {
+    // ra is done once a later receive from the same peer is (one lane each).
+    int32_t f_in = 0, f_out = 6;
+    mw_request_t *fr = nullptr, *fs = nullptr;
+    MWT_CHECK(mw_recv_async(m.world, &f_in, 1, MW_INT32, 0, &fr));
+    MWT_CHECK(mw_send_async(m.world, &f_out, 1, MW_INT32, 0, &fs));
+    MWT_CHECK(mwtest::waitAndFree(fr, kWaitMs));
+    MWT_CHECK(mwtest::waitAndFree(fs, kWaitMs));
+  }
   MWT_CHECK(mw_recv_async(m.world, &never, 1, MW_INT32, 0, &pending));
   mw_request_set_user_data(pending, 12);
   MWT_CHECK(mw_world_destroy(m.world));

@@ -20,11 +20,14 @@
  *   - mw_config_set on one config must not race with itself or with
  *     mw_context_new reading that config.
  *
- * Ordering: operations on one world run in the order they were issued, like
- * work on a CUDA stream. Point-to-point transfers are posted to the peer at
- * issue time, so a send and its matching recv never wait on each other's
- * issue order; completions of one world are reported in issue order.
- * Collectives must be issued in the same order on every member.
+ * Ordering: on one world, sends and collectives run in the order they were
+ * issued, like work on a CUDA stream; the receives from each peer run in
+ * the order they were issued, independently of everything else, so a
+ * receive posted long before its message arrives never holds up sends,
+ * collectives or receives from other peers. Point-to-point transfers are
+ * posted to the peer at issue time, so a send and its matching recv never
+ * wait on each other's issue order. Collectives must be issued in the same
+ * order on every member; p2p between a pair is matched in FIFO order.
  */
 #ifndef MULTIWORLD_MULTIWORLD_H
 #define MULTIWORLD_MULTIWORLD_H
