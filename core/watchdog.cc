@@ -43,6 +43,12 @@ std::chrono::milliseconds maxBackoff(const Config& cfg) {
                                                std::chrono::milliseconds(250));
 }
 
+long long unixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::chrono::milliseconds worldKeyTtl(const Config& cfg) {
   return std::max<std::chrono::milliseconds>(std::chrono::seconds(60), cfg.heartbeat_timeout * 10);
 }
@@ -113,6 +119,12 @@ bool Watchdog::storeUp() const {
   return store_up_;
 }
 
+// "<beat> <host> <pid> <unix ms>": the beat counts refreshes; the rest is
+// for people reading Redis (multiworld status).
+std::string Watchdog::heartbeatValue() {
+  return std::to_string(++beat_) + " " + heartbeat_text_ + " " + std::to_string(unixMs());
+}
+
 void Watchdog::wakeUp() {
   uint64_t one = 1;
   ssize_t n = ::write(wake_fd_, &one, sizeof one);
@@ -124,7 +136,7 @@ void Watchdog::connect() {
   auto sub = RedisConnection::connect(url_, cfg_.store_timeout);
   auto r = sub->command({"SUBSCRIBE", keys_.eventsChannel()});
   if (!r || replyIsError(r.get())) throw Error(Status::Store, "SUBSCRIBE failed: " + replyString(r.get()));
-  auto hb = cmd->command({"SET", keys_.heartbeat(member_), std::to_string(++beat_) + " " + heartbeat_text_,
+  auto hb = cmd->command({"SET", keys_.heartbeat(member_), heartbeatValue(),
                           "PX", std::to_string(cfg_.heartbeat_timeout.count())});
   if (replyIsError(hb.get())) throw Error(Status::Store, "heartbeat failed: " + replyString(hb.get()));
   cmd_ = std::move(cmd);
@@ -289,7 +301,7 @@ void Watchdog::tick() {
   }
   std::vector<std::string> member_list(members.begin(), members.end());
 
-  cmd_->append({"SET", keys_.heartbeat(member_), std::to_string(++beat_) + " " + heartbeat_text_, "PX",
+  cmd_->append({"SET", keys_.heartbeat(member_), heartbeatValue(), "PX",
                 std::to_string(cfg_.heartbeat_timeout.count())});
   if (!member_list.empty()) {
     std::vector<std::string> mget = {"MGET"};

@@ -68,6 +68,7 @@ class Watchdog {
   void breakWorlds(const std::string& name, uint64_t epoch, int peer, const std::string& detail,
                    bool by_member, bool announce);
   void wakeUp();
+  std::string heartbeatValue();
 
   const Config cfg_;
   const RedisUrl url_;

@@ -1,7 +1,9 @@
-// mw_bench: benchmarks of multiworld against the transport underneath.
+// The benchmarks' command line, shared by mw_bench and `multiworld bench`:
+// benchmarks of multiworld against the transport underneath.
 //
 //   mw_bench p2p [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
 //                [--max-bytes B] [--redis URL]
+//   mw_bench faults [--trials N] [--json FILE] [--redis URL]
 //
 // Byte counts take an optional K, M or G suffix (powers of 1024).
 #include <cerrno>
@@ -10,7 +12,9 @@
 #include <cstring>
 #include <string>
 
+#include "bench/bench_main.h"
 #include "bench/bench_options.h"
+#include "bench/faults_suite.h"
 #include "bench/p2p_suite.h"
 
 namespace {
@@ -22,7 +26,12 @@ const char kUsage[] =
     "  --rounds R      alternating ours/raw rounds per size, median reported (default 5)\n"
     "  --min-bytes B   smallest message (default 64); sizes grow by 4x\n"
     "  --max-bytes B   largest message (default 64M)\n"
-    "  --redis URL     Redis for multiworld (default: MW_REDIS_URL, else a private redis-server)\n";
+    "  --redis URL     Redis for multiworld (default: MW_REDIS_URL, else a private redis-server)\n"
+    "usage: mw_bench faults [--trials N] [--json FILE] [--redis URL]\n"
+    "  --trials N      trials per fault kind (kill9, sigstop, partition) for detection latency (default 20)\n"
+    "  --json FILE     also write the results as JSON\n"
+    "  --redis URL     Redis for multiworld (default: a private redis-server; MW_REDIS_URL is not used);\n"
+    "                  with --redis the partition kind is skipped, as it needs the private one\n";
 
 bool parseCount(const std::string& text, bool allow_suffix, std::size_t* out) {
   if (text.empty() || text[0] == '-') return false;
@@ -59,15 +68,17 @@ std::string shellQuote(const std::string& arg) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int mwbench::benchMain(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  if (std::strcmp(argv[1], "p2p") != 0) {
+  const std::string suite = argv[1];
+  if (suite != "p2p" && suite != "faults") {
     std::fprintf(stderr, "mw_bench: unknown suite '%s'\n%s", argv[1], kUsage);
     return 2;
   }
+  const bool faults = suite == "faults";
 
   mwbench::BenchOptions opt;
   for (int i = 0; i < argc; ++i) opt.command += (i ? " " : "") + shellQuote(argv[i]);
@@ -84,15 +95,17 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    const bool known = arg == "--json" || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" ||
-                       arg == "--max-bytes" || arg == "--redis";
+    const bool known = arg == "--json" || arg == "--redis" ||
+                       (faults ? arg == "--trials"
+                               : arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" ||
+                                     arg == "--max-bytes");
     if (!known) {
-      std::fprintf(stderr, "mw_bench p2p: unknown option '%s'\n%s", argv[i], kUsage);
+      std::fprintf(stderr, "mw_bench %s: unknown option '%s'\n%s", suite.c_str(), argv[i], kUsage);
       return 2;
     }
     if (!has_value) {
       if (i + 1 >= argc) {
-        std::fprintf(stderr, "mw_bench p2p: %s needs a value\n", arg.c_str());
+        std::fprintf(stderr, "mw_bench %s: %s needs a value\n", suite.c_str(), arg.c_str());
         return 2;
       }
       value = argv[++i];
@@ -112,11 +125,13 @@ int main(int argc, char** argv) {
       good = parseCount(value, true, &opt.min_bytes) && opt.min_bytes > 0;
     } else if (arg == "--max-bytes") {
       good = parseCount(value, true, &opt.max_bytes) && opt.max_bytes > 0;
+    } else if (arg == "--trials") {
+      good = parseCount(value, false, &opt.trials) && opt.trials > 0 && opt.trials <= 100000;
     }
     if (!good) {
-      std::fprintf(stderr, "mw_bench p2p: bad value '%s' for %s\n", value.c_str(), arg.c_str());
+      std::fprintf(stderr, "mw_bench %s: bad value '%s' for %s\n", suite.c_str(), value.c_str(), arg.c_str());
       return 2;
     }
   }
-  return mwbench::runP2pSuite(opt);
+  return faults ? mwbench::runFaultsSuite(opt) : mwbench::runP2pSuite(opt);
 }
