@@ -8,6 +8,11 @@
 
 namespace mw {
 
+namespace {
+// How long destroy() waits for lanes to leave the backend after an abort.
+constexpr std::chrono::milliseconds kDestroyGrace{2000};
+}  // namespace
+
 World::World(WorldIdentity id, std::unique_ptr<Communicator> comm, WorldOwner& owner,
              std::chrono::milliseconds op_timeout)
     : id_(std::move(id)), comm_(std::move(comm)), owner_(owner), op_timeout_(op_timeout) {}
@@ -30,7 +35,9 @@ World::Lane& World::laneFor(const OpDesc& op) {
     slot = std::make_unique<Lane>();
     slot->peer = key;
     Lane* lane = slot.get();
-    lane->thread = std::thread([this, lane] { laneMain(*lane); });
+    // The thread keeps its world alive: see destroy() for a lane that
+    // outlives it.
+    lane->thread = std::thread([self = shared_from_this(), lane] { self->laneMain(*lane); });
   }
   return *slot;
 }
@@ -114,10 +121,37 @@ bool World::destroy() {
   comm_->abort();
   comm_->wake();
   // No lane is added once stopping_ is set, so the map is stable here.
-  for (auto& [peer, lane] : lanes_) {
-    if (lane->thread.joinable()) lane->thread.join();
+  // Every wait of ours wakes on abort; a Gloo collective whose send sits
+  // in the write queue of a hung peer does not (Gloo signals only bound
+  // buffers there) and returns only at its timeout. Such a lane is left
+  // to finish on its own, holding the world and its backend, rather than
+  // making destroy hang.
+  bool stuck = false;
+  {
+    std::unique_lock<std::mutex> lock(m_);
+    auto all_exited = [&] {
+      for (auto& [peer, lane] : lanes_) {
+        if (!lane->exited) return false;
+      }
+      return true;
+    };
+    lane_exited_.wait_for(lock, kDestroyGrace, all_exited);
+    for (auto& [peer, lane] : lanes_) {
+      if (lane->exited) continue;
+      stuck = true;
+      MW_LOG(LogLevel::Warn, "world %s: a lane is still blocked in the backend %lld ms after abort; leaving it",
+             id_.name.c_str(), static_cast<long long>(kDestroyGrace.count()));
+    }
   }
-  comm_->close();
+  for (auto& [peer, lane] : lanes_) {
+    if (!lane->thread.joinable()) continue;
+    if (lane->exited) {
+      lane->thread.join();
+    } else {
+      lane->thread.detach();
+    }
+  }
+  if (!stuck) comm_->close();  // else the world's destructor closes it
   return was_ready;
 }
 
@@ -141,6 +175,8 @@ void World::laneMain(Lane& lane) {
         item = std::move(lane.queue.front());
         lane.queue.pop_front();
       } else if (stopping_) {
+        lane.exited = true;
+        lane_exited_.notify_all();
         return;
       } else {
         idle_in_backend = true;

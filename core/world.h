@@ -90,6 +90,7 @@ class World : public std::enable_shared_from_this<World> {
     std::deque<Item> queue;
     std::condition_variable cv;
     std::thread thread;
+    bool exited = false;
   };
 
   Lane& laneFor(const OpDesc& op);  // under m_; starts the lane's thread
@@ -109,6 +110,7 @@ class World : public std::enable_shared_from_this<World> {
   std::string broken_detail_;
   bool stopping_ = false;
   std::map<int, std::unique_ptr<Lane>> lanes_;  // by peer; kMainLane first
+  std::condition_variable lane_exited_;
 };
 
 }  // namespace mw

@@ -259,7 +259,7 @@ TEST(FaultCycles, KillDetectDestroyRecreateDoesNotLeak) {
                  fds0, fds1, threads0, threads1, rss0, rss1);
     MWT_REQUIRE(fds1 == fds0);
     MWT_REQUIRE(threads1 == threads0);
-    MWT_REQUIRE(rss1 - rss0 < 4096);
+    MWT_REQUIRE(rss1 - rss0 < rssGrowthLimitKiB(4096));
     mw_context_free(ctx);
     return 0;
   });

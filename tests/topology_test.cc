@@ -22,17 +22,6 @@
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define MWT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define MWT_TSAN 1
-#endif
-#endif
-#ifndef MWT_TSAN
-#define MWT_TSAN 0
-#endif
-
 namespace {
 
 using namespace std::chrono_literals;
@@ -47,11 +36,9 @@ constexpr auto kExchangeDeadline = 150s;
 const std::vector<std::pair<std::string, std::string>> kSettings = {
     {"heartbeat_timeout_ms", "30000"}, {"store_timeout_ms", "10000"}};
 
-// RSS growth allowed over 180 create/destroy cycles. ThreadSanitizer keeps
-// shadow memory and per-thread history for every thread ever created (each
-// cycle starts and joins a world thread), so RSS grows by design there; the
-// bound is relaxed under TSan. File descriptors and threads stay exact.
-constexpr long kRssGrowthLimitKiB = MWT_TSAN ? 16 * 1024 : 2 * 1024;
+// RSS growth allowed over 180 create/destroy cycles (relaxed under the
+// sanitizers, see rssGrowthLimitKiB). File descriptors and threads stay exact.
+constexpr long kRssGrowthLimitKiB = mwtest::rssGrowthLimitKiB(2 * 1024);
 
 // ------------------------------------------------------------ exchange engine
 

@@ -115,6 +115,7 @@ void GlooCommunicator::abort() noexcept {
   if (aborted_ || closed_) return;
   aborted_ = true;
   self_.abort();
+  link_->abortWaits();
   // Gloo has no abort call, but a receive that times out signals an error
   // on every pair of its context, which fails every pending and future
   // operation of this world and closes its sockets. That is exactly an abort.

@@ -17,24 +17,45 @@ void GlooLink::rethrow(const std::exception& e, int peer) const {
   throw TransportError(what, peer);
 }
 
-void GlooLink::waitRecv(gloo::transport::UnboundBuffer& b, int peer, Deadline d) const {
-  bool done;
+void GlooLink::wait(gloo::transport::UnboundBuffer& b, Direction dir, int peer, Deadline d) {
+  {
+    std::lock_guard<std::mutex> lock(waits_m_);
+    if (aborted_) throw TransportError("world aborted", peer);
+    waiting_[&b] = dir;
+  }
+  bool done = false;
   try {
-    done = b.waitRecv(nullptr, remaining(d));
+    done = dir == Direction::Recv ? b.waitRecv(nullptr, remaining(d)) : b.waitSend(nullptr, remaining(d));
   } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(waits_m_);
+    waiting_.erase(&b);
     rethrow(e, peer);
   }
-  if (!done) throw TransportError("receive aborted", peer);
+  std::lock_guard<std::mutex> lock(waits_m_);
+  waiting_.erase(&b);
+  if (!done) throw TransportError("world aborted", peer);
 }
 
-void GlooLink::waitSend(gloo::transport::UnboundBuffer& b, int peer, Deadline d) const {
-  bool done;
-  try {
-    done = b.waitSend(nullptr, remaining(d));
-  } catch (const std::exception& e) {
-    rethrow(e, peer);
+void GlooLink::waitRecv(gloo::transport::UnboundBuffer& b, int peer, Deadline d) {
+  wait(b, Direction::Recv, peer, d);
+}
+
+void GlooLink::waitSend(gloo::transport::UnboundBuffer& b, int peer, Deadline d) {
+  wait(b, Direction::Send, peer, d);
+}
+
+void GlooLink::abortWaits() {
+  std::lock_guard<std::mutex> lock(waits_m_);
+  aborted_ = true;
+  // Gloo's abort flags stay set until the wait consumes them, so a wait
+  // registered but not yet entered returns at once too.
+  for (auto& [buffer, dir] : waiting_) {
+    if (dir == Direction::Recv) {
+      buffer->abortWaitRecv();
+    } else {
+      buffer->abortWaitSend();
+    }
   }
-  if (!done) throw TransportError("send aborted", peer);
 }
 
 }  // namespace mw

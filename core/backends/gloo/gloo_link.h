@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <gloo/context.h>
@@ -35,12 +36,24 @@ class GlooLink {
   [[noreturn]] void rethrow(const std::exception& e, int peer) const;
 
   // The buffer's posted recv/send finished; throws TransportError otherwise.
-  void waitRecv(gloo::transport::UnboundBuffer& b, int peer, Deadline d) const;
-  void waitSend(gloo::transport::UnboundBuffer& b, int peer, Deadline d) const;
+  void waitRecv(gloo::transport::UnboundBuffer& b, int peer, Deadline d);
+  void waitSend(gloo::transport::UnboundBuffer& b, int peer, Deadline d);
+
+  // Wakes every wait above, now and later, with TransportError. Gloo's own
+  // error path does not wake a send still queued on its pair (it signals
+  // only bound buffers there), so an abort must reach our waits directly.
+  void abortWaits();
 
  private:
+  enum class Direction { Send, Recv };
+  void wait(gloo::transport::UnboundBuffer& b, Direction dir, int peer, Deadline d);
+
   std::shared_ptr<gloo::Context> ctx_;
   const std::map<std::string, int> peer_by_address_;
+
+  std::mutex waits_m_;
+  bool aborted_ = false;
+  std::map<gloo::transport::UnboundBuffer*, Direction> waiting_;
 };
 
 }  // namespace mw
