@@ -748,6 +748,9 @@ int collectivesWorker(const std::string& url, int rank, int size, std::atomic<in
     }
     run.flush();
     if (!ok) return 1;
+    // Checked before the barrier: once a peer passes the last one it may
+    // destroy its world, which breaks ours.
+    MWT_REQUIRE(mw_world_state(m.world) == MW_WORLD_READY);
 
     // Nobody leaves a barrier before everybody entered it.
     arrived->fetch_add(1);
@@ -762,7 +765,6 @@ int collectivesWorker(const std::string& url, int rank, int size, std::atomic<in
       return 1;
     }
   }
-  MWT_REQUIRE(mw_world_state(m.world) == MW_WORLD_READY);
   if (run.failures()) {
     std::fprintf(stderr, "rank %d/%d: %d failed checks\n", rank, size, run.failures());
     return 1;
