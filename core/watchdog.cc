@@ -240,12 +240,11 @@ void Watchdog::handleNotice(const std::string& payload) {
   long peer = std::strtol(peer_s.c_str(), &end, 10);
   if (*end != '\0') peer = -1;
   breakWorlds(name, epoch, static_cast<int>(peer),
-              "rank " + detector_s + " reported the world broken: " + detail, true, false);
+              "rank " + detector_s + " reported the world broken: " + detail, false);
 }
 
 void Watchdog::breakWorlds(const std::string& name, uint64_t epoch, int peer, const std::string& detail,
-                           bool by_member, bool announce) {
-  (void)by_member;
+                           bool announce) {
   std::vector<std::shared_ptr<World>> hit;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -351,7 +350,7 @@ void Watchdog::tick() {
       long peer = std::strtol(peer_s.c_str(), &end, 10);
       if (end == peer_s.c_str()) peer = -1;
       breakWorlds(worlds[i].name, worlds[i].epoch, static_cast<int>(peer),
-                  "rank " + detector_s + " reported the world broken: " + detail, true, false);
+                  "rank " + detector_s + " reported the world broken: " + detail, false);
     }
   }
 
@@ -382,7 +381,7 @@ void Watchdog::tick() {
                   "rank " + std::to_string(r) + " missed its heartbeats for heartbeat_timeout_ms=" +
                       std::to_string(cfg_.heartbeat_timeout.count()) + " (last seen " +
                       std::to_string(seen.count()) + " ms ago)",
-                  false, true);
+                  true);
       break;
     }
   }

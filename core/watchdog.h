@@ -65,8 +65,7 @@ class Watchdog {
   void drainSubscriber();
   void publishNotices();
   void handleNotice(const std::string& payload);
-  void breakWorlds(const std::string& name, uint64_t epoch, int peer, const std::string& detail,
-                   bool by_member, bool announce);
+  void breakWorlds(const std::string& name, uint64_t epoch, int peer, const std::string& detail, bool announce);
   void wakeUp();
   std::string heartbeatValue();
 

@@ -24,12 +24,12 @@ World::~World() {
 
 void World::start() {
   std::lock_guard<std::mutex> lock(m_);
-  OpDesc any;  // anything that is not a receive lands on the main lane
-  laneFor(any);
+  lane(kMainLane);
 }
 
-World::Lane& World::laneFor(const OpDesc& op) {
-  int key = op.kind == OpKind::Recv ? op.peer : kMainLane;
+World::Lane& World::laneFor(const OpDesc& op) { return lane(op.kind == OpKind::Recv ? op.peer : kMainLane); }
+
+World::Lane& World::lane(int key) {
   auto& slot = lanes_[key];
   if (!slot) {
     slot = std::make_unique<Lane>();
@@ -97,15 +97,16 @@ void World::breakWorld(int peer_rank, const std::string& detail, bool announce) 
     if (state_ != WorldState::Ready) return;
     state_ = WorldState::Broken;
     broken_detail_ = detail;
+    // The event is queued before any request can fail for this break, so a
+    // program that sees a failed request finds the event (and the blamed
+    // peer) already waiting. The owner only queues; it never calls back.
+    owner_.worldBroken(shared_from_this(), peer_rank, detail, announce);
   }
   MW_LOG(LogLevel::Info, "world %s epoch %llu broken (peer %d): %s", id_.name.c_str(),
          static_cast<unsigned long long>(id_.epoch), peer_rank, detail.c_str());
   comm_->abort();
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    notifyAll();
-  }
-  owner_.worldBroken(shared_from_this(), peer_rank, detail, announce);
+  std::lock_guard<std::mutex> lock(m_);
+  notifyAll();
 }
 
 bool World::destroy() {

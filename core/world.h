@@ -93,7 +93,8 @@ class World : public std::enable_shared_from_this<World> {
     bool exited = false;
   };
 
-  Lane& laneFor(const OpDesc& op);  // under m_; starts the lane's thread
+  Lane& laneFor(const OpDesc& op);  // under m_
+  Lane& lane(int key);               // under m_; starts the lane's thread
   void laneMain(Lane& lane);
   void runItem(Item& item);
   Status failureStatus() const;  // WorldBroken or Cancelled, for the state now

@@ -161,9 +161,11 @@ MW_API uint64_t mw_world_epoch(const mw_world_t* world) MW_NOEXCEPT;
  * All return at once; the buffers must stay valid and unmodified until the
  * request completes. Counts are in elements of `dt`; count 0 is allowed.
  *   send/recv        the recv's byte size must equal the send's; otherwise
- *                    the recv completes with MW_ERR_INVALID_ARGUMENT naming
- *                    both sizes and the world stays usable (the bytes that
- *                    fit may have been written).
+ *                    both the send and the recv complete with
+ *                    MW_ERR_INVALID_ARGUMENT naming both sizes, and the
+ *                    world stays usable (the recv buffer's contents are
+ *                    then unspecified). One message moves at most 2^36-1
+ *                    bytes on Gloo.
  *   broadcast        `count` elements from root's buf into everyone's buf.
  *   allreduce        `count` elements.
  *   reduce           result in root's recvbuf; recvbuf is ignored elsewhere.
@@ -215,6 +217,9 @@ MW_API mw_status_t mw_barrier_async(mw_world_t* w, mw_request_t** req) MW_NOEXCE
 MW_API mw_status_t mw_test(mw_request_t* req) MW_NOEXCEPT; /* MW_IN_PROGRESS, MW_OK or the error */
 /* -1 = forever; MW_ERR_TIMEOUT leaves req valid and still running. */
 MW_API mw_status_t mw_wait(mw_request_t* req, int timeout_ms) MW_NOEXCEPT;
+/* mw_poll reports the user_data the request holds when it is delivered: set
+ * it right after issuing and before another thread may poll, or key the
+ * completions by their request handle instead. */
 MW_API void mw_request_set_user_data(mw_request_t* req, uint64_t user_data) MW_NOEXCEPT;
 MW_API uint64_t mw_request_user_data(const mw_request_t* req) MW_NOEXCEPT;
 /* A pending request is detached: it still runs, its completion is dropped. */
@@ -234,7 +239,9 @@ MW_API mw_status_t mw_poll(mw_context_t* ctx, mw_completion_t* out, size_t max, 
                            size_t* n_out) MW_NOEXCEPT;
 
 /* ---- events -------------------------------------------------------------
- * World state changes and store outages, in the order they happened. */
+ * World state changes and store outages, in the order they happened. A
+ * world's MW_EVENT_WORLD_BROKEN is queued before any of its requests
+ * completes with MW_ERR_WORLD_BROKEN. */
 typedef enum {
   MW_EVENT_WORLD_BROKEN = 1,
   MW_EVENT_STORE_DOWN = 2,
