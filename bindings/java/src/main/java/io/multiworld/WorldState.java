@@ -1,0 +1,11 @@
+package io.multiworld;
+
+/** The state of a {@link World} as this process sees it. */
+public enum WorldState {
+  /** Every member is alive as far as this process knows. */
+  READY,
+  /** A member failed; every operation fails with {@link WorldBrokenException}. Close it. */
+  BROKEN,
+  /** {@link World#close()} ran (or its context was closed). */
+  CLOSED
+}
