@@ -120,9 +120,14 @@ class GlooCollective : public PendingOp {
       case OpKind::Gather: {
         std::vector<T> own;
         T* in = send;
-        if (rank == op_.peer && send == recv) {
-          own.assign(recv + static_cast<size_t>(rank) * n, recv + static_cast<size_t>(rank + 1) * n);
-          in = own.data();
+        if (send == recv) {
+          // In place: this rank's contribution is its own block, on every
+          // rank; root's is copied out because Gloo copies it back in.
+          in = recv + static_cast<size_t>(rank) * n;
+          if (rank == op_.peer) {
+            own.assign(in, in + n);
+            in = own.data();
+          }
         }
         gloo::GatherOptions o(ctx);
         o.setInput(in, n);
