@@ -62,9 +62,7 @@ Context::~Context() {
   }
   for (auto& [ptr, w] : worlds) {
     watchdog_->unwatch(ptr);
-    if (w->destroy()) {
-      watchdog_->announce(*w, w->rank(), "rank " + std::to_string(w->rank()) + " destroyed the world");
-    }
+    if (w->destroy()) watchdog_->recordLeft(*w);
   }
   watchdog_.reset();
 }
@@ -134,11 +132,9 @@ void Context::destroyWorld(World* w) {
     worlds_.erase(it);
   }
   watchdog_->unwatch(w);
-  // The others lose their connection to us anyway; the notice tells them
-  // why, and marks the incarnation broken for members cut off right now.
-  if (world->destroy()) {
-    watchdog_->announce(*world, world->rank(), "rank " + std::to_string(world->rank()) + " destroyed the world");
-  }
+  // The others see their connection to us close once what we sent them
+  // has arrived; Redis records that we left, so the name can form again.
+  if (world->destroy()) watchdog_->recordLeft(*world);
 }
 
 void Context::worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,

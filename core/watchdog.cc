@@ -22,6 +22,14 @@ constexpr int kRefreshEveryTicks = 10;
 
 // The durable marker outlives a short disconnection of any member; the
 // world's meta record shows the break to `multiworld status`.
+constexpr const char* kLeftScript = R"lua(
+if tonumber(redis.call('HGET', KEYS[1], 'epoch')) == tonumber(ARGV[1]) and
+   redis.call('HGET', KEYS[1], 'state') == 'ready' then
+  redis.call('HSET', KEYS[1], 'state', 'left', 'detail', ARGV[2])
+end
+return 1
+)lua";
+
 constexpr const char* kMarkScript = R"lua(
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 if tonumber(redis.call('HGET', KEYS[1], 'epoch')) == tonumber(ARGV[1]) then
@@ -110,6 +118,15 @@ void Watchdog::announce(const World& w, int peer_rank, const std::string& detail
     std::lock_guard<std::mutex> lock(m_);
     if (notices_.size() >= kMaxNotices) notices_.pop_front();
     notices_.push_back(Notice{w.name(), w.epoch(), w.rank(), peer_rank, detail});
+  }
+  wakeUp();
+}
+
+void Watchdog::recordLeft(const World& w) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    if (notices_.size() >= kMaxNotices) notices_.pop_front();
+    notices_.push_back(Notice{w.name(), w.epoch(), w.rank(), w.rank(), "", true});
   }
   wakeUp();
 }
@@ -269,15 +286,23 @@ void Watchdog::publishNotices() {
   if (batch.empty()) return;
   const std::string ttl = std::to_string(worldKeyTtl(cfg_).count());
   try {
+    size_t replies = 0;
     for (const auto& n : batch) {
+      if (n.left) {
+        cmd_->append({"EVAL", kLeftScript, "1", keys_.worldMeta(n.world), std::to_string(n.epoch),
+                      "rank " + std::to_string(n.detector) + " left"});
+        ++replies;
+        continue;
+      }
       std::string marker = std::to_string(n.peer) + "\n" + std::to_string(n.detector) + "\n" + n.detail;
       cmd_->append({"EVAL", kMarkScript, "2", keys_.worldMeta(n.world),
                     keys_.worldEpoch(n.world, n.epoch, "broken"), std::to_string(n.epoch), marker, ttl,
                     n.detail});
       cmd_->append({"PUBLISH", keys_.eventsChannel(),
                     n.world + "\n" + std::to_string(n.epoch) + "\n" + marker});
+      replies += 2;
     }
-    for (size_t i = 0; i < batch.size() * 2; ++i) cmd_->readReply();
+    for (size_t i = 0; i < replies; ++i) cmd_->readReply();
   } catch (...) {
     // Not delivered: keep them for after the reconnection.
     std::lock_guard<std::mutex> lock(m_);

@@ -37,6 +37,10 @@ class Watchdog {
   // Queues a break notice for the other members: pub/sub now, plus a
   // durable marker for members that are disconnected from Redis right now.
   void announce(const World& w, int peer_rank, const std::string& detail);
+  // Records in Redis that this member left a healthy incarnation, so it can
+  // be formed again without it. Publishes nothing: the members learn from
+  // the transport, after whatever this member sent them has arrived.
+  void recordLeft(const World& w);
   bool storeUp() const;
 
  private:
@@ -53,6 +57,7 @@ class Watchdog {
     int detector;
     int peer;
     std::string detail;
+    bool left = false;  // recordLeft(): meta state only
   };
   struct PeerBeat {
     Clock::time_point last_seen;  // when its heartbeat key last existed

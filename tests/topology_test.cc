@@ -311,6 +311,19 @@ int cyclesWorker(const std::string& url, int rank) {
       return 1;
     }
     for (int j = 0; j < 4; ++j) MWT_REQUIRE(res[j] == static_cast<int64_t>(cycle) * 2000 + 10 + 2 * j);
+    // Destroying is not collective: rank 1 leaves only once rank 0 said its
+    // allreduce is done. Rank 1's receive may then see the world break as
+    // rank 0 leaves, which says the same.
+    int32_t done = 1;
+    mw_request_t* note = nullptr;
+    if (rank == 0) {
+      MWT_CHECK(mw_send_async(w, &done, 1, MW_INT32, 1, &note));
+      MWT_CHECK(mwtest::waitAndFree(note, kWaitMs));
+    } else {
+      MWT_CHECK(mw_recv_async(w, &done, 1, MW_INT32, 0, &note));
+      s = mwtest::waitAndFree(note, kWaitMs);
+      MWT_REQUIRE(s == MW_OK || s == MW_ERR_WORLD_BROKEN);
+    }
     MWT_CHECK(mw_world_destroy(w));
     if (rank == 0 && cycle == kWarmup) {
       fds_warm = mwtest::openFds();

@@ -148,7 +148,12 @@ MW_API mw_status_t mw_world_create(mw_context_t* ctx, const char* name, int rank
                                    mw_backend_t backend, int device, int timeout_ms,
                                    mw_world_t** out) MW_NOEXCEPT;
 /* Bounded time, never hangs, healthy or broken. Pending requests complete
- * with MW_ERR_CANCELLED. The other members see the world break. */
+ * with MW_ERR_CANCELLED. Not collective: the other members see the world
+ * break once what this member sent them has arrived, so an operation of
+ * theirs that still needed this member fails with MW_ERR_WORLD_BROKEN;
+ * agree on the last operation (e.g. wait for a final message) before
+ * leaving. Redis records that this member left, so the name can be
+ * formed again without it. */
 MW_API mw_status_t mw_world_destroy(mw_world_t* world) MW_NOEXCEPT;
 MW_API mw_world_state_t mw_world_state(const mw_world_t* world) MW_NOEXCEPT;
 MW_API int mw_world_rank(const mw_world_t* world) MW_NOEXCEPT;   /* -1 for NULL */
