@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/signals.h"
 #include "core/world.h"
 
 namespace mw {
@@ -80,6 +81,7 @@ Watchdog::Watchdog(const Config& cfg, const RedisUrl& url, const Keys& keys, std
     throw;
   }
   last_tick_ = Clock::now();
+  SigpipeBlockedForNewThreads no_sigpipe;
   thread_ = std::thread([this] { run(); });
 }
 
@@ -403,8 +405,8 @@ void Watchdog::tick() {
       if (static_cast<int>(r) == w.rank || !dead.count(w.members[r])) continue;
       auto seen = std::chrono::duration_cast<std::chrono::milliseconds>(now - peers_[w.members[r]].last_seen);
       breakWorlds(w.name, w.epoch, static_cast<int>(r),
-                  "rank " + std::to_string(r) + " missed its heartbeats for heartbeat_timeout_ms=" +
-                      std::to_string(cfg_.heartbeat_timeout.count()) + " (last seen " +
+                  "rank " + std::to_string(r) + " did not refresh its heartbeat for heartbeat_timeout_ms=" +
+                      std::to_string(cfg_.heartbeat_timeout.count()) + " (its key expired; this member read it " +
                       std::to_string(seen.count()) + " ms ago)",
                   true);
       break;

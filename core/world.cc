@@ -5,6 +5,7 @@
 #include "core/completion_queue.h"
 #include "core/log.h"
 #include "core/request.h"
+#include "core/signals.h"
 
 namespace mw {
 
@@ -37,6 +38,7 @@ World::Lane& World::lane(int key) {
     Lane* lane = slot.get();
     // The thread keeps its world alive: see destroy() for a lane that
     // outlives it.
+    SigpipeBlockedForNewThreads no_sigpipe;
     lane->thread = std::thread([self = shared_from_this(), lane] { self->laneMain(*lane); });
   }
   return *slot;

@@ -129,9 +129,11 @@ MW_API void mw_config_free(mw_config_t* cfg) MW_NOEXCEPT;
  * One per process is typical; owns the Redis connections, the heartbeat and
  * watchdog thread and the completion queue. `cfg` is copied; NULL means
  * defaults. Fails with MW_ERR_STORE when Redis cannot be reached.
- * Signals: the transports write to sockets whose peer may die, so when
- * SIGPIPE still has its default disposition the first context sets it to
- * SIG_IGN (as gRPC does); a handler installed by the program is kept. */
+ * Signals: the transports write to sockets whose peer may die. The
+ * library's own threads run with SIGPIPE blocked; writes can also happen on
+ * the caller's thread, so when SIGPIPE still has its default disposition
+ * the first context sets it to SIG_IGN (as gRPC does); a handler installed
+ * by the program is kept. */
 MW_API mw_status_t mw_context_new(const mw_config_t* cfg, mw_context_t** out) MW_NOEXCEPT;
 MW_API void mw_context_free(mw_context_t* ctx) MW_NOEXCEPT; /* destroys remaining worlds */
 

@@ -11,6 +11,7 @@
 #include "core/backends/gloo/gloo_collectives.h"
 #include "core/backends/gloo/gloo_store.h"
 #include "core/error.h"
+#include "core/signals.h"
 
 namespace mw {
 namespace {
@@ -30,6 +31,7 @@ std::shared_ptr<gloo::transport::Device> makeGlooDevice(const std::string& bind_
   gloo::transport::tcp::attr attr;
   attr.hostname = bind_address;
   try {
+    SigpipeBlockedForNewThreads no_sigpipe;  // for Gloo's event-loop thread
     return gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
     throw Error(Status::InvalidArgument,

@@ -1,0 +1,3 @@
+module github.com/multiworld/multiworld/bindings/go
+
+go 1.19
