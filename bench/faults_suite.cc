@@ -1,3 +1,4 @@
+#include "bench/private_redis.h"
 #include "bench/faults_suite.h"
 
 #include <fcntl.h>
@@ -230,76 +231,6 @@ bool waitUntil(F cond, std::chrono::milliseconds limit, std::initializer_list<Ch
   }
 }
 
-// ---- a private redis-server ------------------------------------------------------
-
-bool answersPing(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  bool ok = false;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const char ping[] = "PING\r\n";
-    char buf[16] = {0};
-    ok = write(fd, ping, sizeof ping - 1) == static_cast<ssize_t>(sizeof ping - 1) &&
-         read(fd, buf, sizeof buf - 1) > 0 && std::strncmp(buf, "+PONG", 5) == 0;
-  }
-  close(fd);
-  return ok;
-}
-
-class RedisServer {
- public:
-  RedisServer(const std::string& dir, const std::vector<std::string>& extra) : socket_(dir + "/redis.sock") {
-    std::vector<std::string> args = {"redis-server", "--port", "0", "--unixsocket", socket_,
-                                     "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
-                                     "--dir", dir, "--logfile", dir + "/redis.log"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    std::fflush(nullptr);
-    pid_ = fork();
-    if (pid_ < 0) throw SuiteError("fork failed: " + std::string(std::strerror(errno)));
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execvp("redis-server", argv.data());
-      _exit(127);
-    }
-    for (int i = 0; i < 1000; ++i) {
-      if (answersPing(socket_)) return;
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        unlink(socket_.c_str());
-        throw SuiteError("redis-server exited at start (is it installed? see " + dir + "/redis.log)");
-      }
-      sleepMs(10);  // start-up has no event to wait on
-    }
-    stop();
-    throw SuiteError("redis-server did not answer PING within 10 s");
-  }
-  ~RedisServer() { stop(); }
-  RedisServer(const RedisServer&) = delete;
-  RedisServer& operator=(const RedisServer&) = delete;
-
-  std::string url() const { return "unix://" + socket_; }
-
-  void stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    int status;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-    unlink(socket_.c_str());
-  }
-
- private:
-  std::string socket_;
-  pid_t pid_ = -1;
-};
 
 bool deadPid(long pid);
 long pidIn(const std::string& name, const std::string& prefix);
@@ -1076,22 +1007,22 @@ int runFaultsSuite(const BenchOptions& opt) {
       partition_skip = netns->setup();
       if (!partition_skip.empty()) netns.reset();
     }
-    std::unique_ptr<RedisServer> redis;
+    std::unique_ptr<PrivateRedis> redis;
     env.redis_url = opt.redis_url;
     if (env.redis_url.empty()) {
       if (netns) {
         const int port = freeLoopbackPort();
         try {
-          redis = std::make_unique<RedisServer>(
+          redis = std::make_unique<PrivateRedis>(
               dir.path(), std::vector<std::string>{"--port", std::to_string(port), "--bind", kOuterAddr, "127.0.0.1",
                                                    "--protected-mode", "no"});
           env.tcp_url = "redis://" + std::string(kOuterAddr) + ":" + std::to_string(port);
-        } catch (const SuiteError& e) {
+        } catch (const std::exception& e) {
           partition_skip = std::string("redis-server would not listen on ") + kOuterAddr + ": " + e.what();
           netns.reset();
         }
       }
-      if (!redis) redis = std::make_unique<RedisServer>(dir.path(), std::vector<std::string>{});
+      if (!redis) redis = std::make_unique<PrivateRedis>(dir.path(), std::vector<std::string>{});
       env.redis_url = redis->url();
     }
     env.netns = netns.get();

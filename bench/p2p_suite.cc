@@ -1,3 +1,4 @@
+#include "bench/private_redis.h"
 #include "bench/p2p_suite.h"
 
 #include <fcntl.h>
@@ -81,73 +82,6 @@ bool writeAll(int fd, const void* p, size_t n) {
   return true;
 }
 
-// ---- a private redis-server ------------------------------------------------
-
-bool answersPing(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  bool ok = false;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const char ping[] = "PING\r\n";
-    char buf[16] = {0};
-    ok = write(fd, ping, sizeof ping - 1) == static_cast<ssize_t>(sizeof ping - 1) &&
-         read(fd, buf, sizeof buf - 1) > 0 && std::strncmp(buf, "+PONG", 5) == 0;
-  }
-  close(fd);
-  return ok;
-}
-
-class RedisServer {
- public:
-  explicit RedisServer(const std::string& dir) : socket_(dir + "/redis.sock") {
-    std::vector<std::string> args = {"redis-server", "--port", "0", "--unixsocket", socket_,
-                                     "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
-                                     "--dir", dir, "--logfile", dir + "/redis.log"};
-    pid_ = fork();
-    if (pid_ < 0) throw BenchError("fork failed: " + std::string(std::strerror(errno)));
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execvp("redis-server", argv.data());
-      _exit(127);
-    }
-    for (int i = 0; i < 1000; ++i) {
-      if (answersPing(socket_)) return;
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        throw BenchError("redis-server exited at start (is it installed? see " + dir + "/redis.log)");
-      }
-      // Start-up has no event to wait on; a short sleep between probes.
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    stop();
-    throw BenchError("redis-server did not answer PING within 10 s");
-  }
-  ~RedisServer() { stop(); }
-  RedisServer(const RedisServer&) = delete;
-  RedisServer& operator=(const RedisServer&) = delete;
-
-  std::string url() const { return "unix://" + socket_; }
-
-  void stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    int status;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-  }
-
- private:
-  std::string socket_;
-  pid_t pid_ = -1;
-};
 
 class TempDir {
  public:
@@ -345,14 +279,14 @@ int runP2pSuite(const BenchOptions& opt) {
     setup.file_store_dir = dir.path() + "/gloo-store";
     std::filesystem::create_directory(setup.file_store_dir);
 
-    std::unique_ptr<RedisServer> redis;
+    std::unique_ptr<PrivateRedis> redis;
     setup.redis_url = opt.redis_url;
     if (setup.redis_url.empty()) {
       const char* env = std::getenv("MW_REDIS_URL");
       if (env && *env) setup.redis_url = env;
     }
     if (setup.redis_url.empty()) {
-      redis = std::make_unique<RedisServer>(dir.path());
+      redis = std::make_unique<PrivateRedis>(dir.path());
       setup.redis_url = redis->url();
     }
 

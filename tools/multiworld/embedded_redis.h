@@ -2,9 +2,10 @@
 // socket in a temp dir, stopped and removed when this object goes away.
 #pragma once
 
-#include <sys/types.h>
-
+#include <memory>
 #include <string>
+
+#include "bench/private_redis.h"
 
 namespace mwcli {
 
@@ -15,11 +16,11 @@ class EmbeddedRedis {
   ~EmbeddedRedis();
   EmbeddedRedis(const EmbeddedRedis&) = delete;
   EmbeddedRedis& operator=(const EmbeddedRedis&) = delete;
-  std::string url() const { return "unix://" + dir_ + "/redis.sock"; }
+  std::string url() const { return server_->url(); }
 
  private:
   std::string dir_;
-  pid_t pid_ = -1;
+  std::unique_ptr<mwbench::PrivateRedis> server_;
 };
 
 }  // namespace mwcli

@@ -1,0 +1,29 @@
+// A private redis-server on a unix socket in a directory the caller owns,
+// for the benchmarks and the CLI: started on construction (it dies with this
+// process), stopped on destruction.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace mwbench {
+
+class PrivateRedis {
+ public:
+  // Throws std::runtime_error when redis-server is missing or does not answer.
+  PrivateRedis(const std::string& dir, const std::vector<std::string>& extra_args = {});
+  ~PrivateRedis();
+  PrivateRedis(const PrivateRedis&) = delete;
+  PrivateRedis& operator=(const PrivateRedis&) = delete;
+
+  std::string url() const { return "unix://" + socket_; }
+  void stop();
+
+ private:
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace mwbench
