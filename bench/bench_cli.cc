@@ -4,6 +4,10 @@
 //   mw_bench p2p [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
 //                [--max-bytes B] [--redis URL]
 //   mw_bench faults [--trials N] [--json FILE] [--redis URL]
+//   mw_bench allreduce [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--redis URL]
+//   mw_bench create [--trials N] [--json FILE]
+//   mw_bench poll [--iters N] [--json FILE] [--redis URL]
+//   mw_bench fanin [--iters N] [--max-senders K] [--json FILE] [--redis URL]
 //
 // Byte counts take an optional K, M or G suffix (powers of 1024).
 #include <cerrno>
@@ -14,6 +18,7 @@
 
 #include "bench/bench_main.h"
 #include "bench/bench_options.h"
+#include "bench/extra_suites.h"
 #include "bench/faults_suite.h"
 #include "bench/p2p_suite.h"
 
@@ -31,7 +36,19 @@ const char kUsage[] =
     "  --trials N      trials per fault kind (kill9, sigstop, partition) for detection latency (default 20)\n"
     "  --json FILE     also write the results as JSON\n"
     "  --redis URL     Redis for multiworld (default: a private redis-server; MW_REDIS_URL is not used);\n"
-    "                  with --redis the partition kind is skipped, as it needs the private one\n";
+    "                  with --redis the partition kind is skipped, as it needs the private one\n"
+    "usage: mw_bench allreduce [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--redis URL]\n"
+    "  float32 sum over 2 and 4 processes; --min-bytes defaults to 4, --max-bytes to 64M, sizes grow by 4x;\n"
+    "  --iters N fixes the iterations per round (default: clamp(16M / bytes, 2, 300)); --rounds R (default 5)\n"
+    "usage: mw_bench create [--trials N] [--json FILE]\n"
+    "  --trials N      sequential creates per world size (2 and 8) (default 30); the concurrent case\n"
+    "                  (64 worlds by 2 processes at once) runs max(3, N/6) times. Always uses a private\n"
+    "                  redis-server on TCP 127.0.0.1, shared by ours and raw\n"
+    "usage: mw_bench poll [--iters N] [--json FILE] [--redis URL]\n"
+    "  --iters N       64-byte messages per measurement (default 10000)\n"
+    "usage: mw_bench fanin [--iters N] [--max-senders K] [--json FILE] [--redis URL]\n"
+    "  --iters N       64 KiB messages per sender (default 1000)\n"
+    "  --max-senders K largest sender count of 1, 4, 16, 32 to run (default 32)\n";
 
 bool parseCount(const std::string& text, bool allow_suffix, std::size_t* out) {
   if (text.empty() || text[0] == '-') return false;
@@ -74,13 +91,15 @@ int mwbench::benchMain(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string suite = argv[1];
-  if (suite != "p2p" && suite != "faults") {
+  if (suite != "p2p" && suite != "faults" && suite != "allreduce" && suite != "create" && suite != "poll" &&
+      suite != "fanin") {
     std::fprintf(stderr, "mw_bench: unknown suite '%s'\n%s", argv[1], kUsage);
     return 2;
   }
   const bool faults = suite == "faults";
 
   mwbench::BenchOptions opt;
+  bool min_bytes_given = false, trials_given = false;
   for (int i = 0; i < argc; ++i) opt.command += (i ? " " : "") + shellQuote(argv[i]);
 
   for (int i = 2; i < argc; ++i) {
@@ -95,10 +114,18 @@ int mwbench::benchMain(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    const bool known = arg == "--json" || arg == "--redis" ||
-                       (faults ? arg == "--trials"
-                               : arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" ||
-                                     arg == "--max-bytes");
+    bool known = arg == "--json" || arg == "--redis";
+    if (suite == "p2p" || suite == "allreduce") {
+      known = known || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" || arg == "--max-bytes";
+    } else if (suite == "faults") {
+      known = known || arg == "--trials";
+    } else if (suite == "create") {
+      known = arg == "--json" || arg == "--trials";
+    } else if (suite == "poll") {
+      known = known || arg == "--iters";
+    } else if (suite == "fanin") {
+      known = known || arg == "--iters" || arg == "--max-senders";
+    }
     if (!known) {
       std::fprintf(stderr, "mw_bench %s: unknown option '%s'\n%s", suite.c_str(), argv[i], kUsage);
       return 2;
@@ -123,15 +150,29 @@ int mwbench::benchMain(int argc, char** argv) {
       good = parseCount(value, false, &opt.rounds) && opt.rounds > 0;
     } else if (arg == "--min-bytes") {
       good = parseCount(value, true, &opt.min_bytes) && opt.min_bytes > 0;
+      min_bytes_given = true;
     } else if (arg == "--max-bytes") {
       good = parseCount(value, true, &opt.max_bytes) && opt.max_bytes > 0;
     } else if (arg == "--trials") {
       good = parseCount(value, false, &opt.trials) && opt.trials > 0 && opt.trials <= 100000;
+      trials_given = true;
+    } else if (arg == "--max-senders") {
+      good = parseCount(value, false, &opt.max_senders) && opt.max_senders > 0 && opt.max_senders <= 64;
     }
     if (!good) {
       std::fprintf(stderr, "mw_bench %s: bad value '%s' for %s\n", suite.c_str(), value.c_str(), arg.c_str());
       return 2;
     }
   }
+  if (suite == "allreduce") {
+    if (!min_bytes_given) opt.min_bytes = 4;
+    return mwbench::runAllreduceSuite(opt);
+  }
+  if (suite == "create") {
+    if (!trials_given) opt.trials = 30;
+    return mwbench::runCreateSuite(opt);
+  }
+  if (suite == "poll") return mwbench::runPollSuite(opt);
+  if (suite == "fanin") return mwbench::runFaninSuite(opt);
   return faults ? mwbench::runFaultsSuite(opt) : mwbench::runP2pSuite(opt);
 }

@@ -13,7 +13,8 @@ struct BenchOptions {
   std::size_t rounds = 5;           // --rounds R: alternating ours/raw rounds, median taken
   std::size_t min_bytes = 64;       // --min-bytes B
   std::size_t max_bytes = 64u << 20;  // --max-bytes B; sizes go min, 4*min, ... <= max
-  std::size_t trials = 20;          // --trials N (faults): trials per fault kind
+  std::size_t trials = 20;          // --trials N (faults: per fault kind; create: creates per case)
+  std::size_t max_senders = 32;     // --max-senders K (fanin): largest sender count run
   std::string redis_url;            // --redis URL; p2p: else MW_REDIS_URL; else a private redis-server
   std::string command;              // the command line, for the report header
 };

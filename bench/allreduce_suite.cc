@@ -1,0 +1,251 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "bench/extra_suites.h"
+#include "bench/private_redis.h"
+#include "bench/suite_common.h"
+
+namespace mwbench {
+namespace {
+
+using namespace common;
+
+constexpr int kTimeoutMs = 120000;
+// Elements processed per timed round and side, so small sizes get many
+// iterations and 64 MiB a few.
+constexpr double kRoundBytes = 16.0 * (1 << 20);
+constexpr size_t kMinIters = 2, kMaxIters = 300;
+
+struct Row {
+  uint64_t procs = 0, bytes = 0;
+  double ours_gbps = 0, raw_gbps = 0, ours_lat_us = 0, raw_lat_us = 0;
+};
+
+std::vector<size_t> sizesOf(const BenchOptions& opt) {
+  std::vector<size_t> sizes;
+  for (size_t b = opt.min_bytes; b <= opt.max_bytes; b *= 4) {
+    sizes.push_back(b);
+    if (b > opt.max_bytes / 4) break;
+  }
+  return sizes;
+}
+
+size_t itersFor(const BenchOptions& opt, size_t bytes) {
+  if (opt.iters) return opt.iters;
+  double n = kRoundBytes / static_cast<double>(bytes);
+  return static_cast<size_t>(std::clamp(n, static_cast<double>(kMinIters), static_cast<double>(kMaxIters)));
+}
+
+void sumFloats(void* c, const void* a, const void* b, size_t n) {
+  float* out = static_cast<float*>(c);
+  const float* x = static_cast<const float*>(a);
+  const float* y = static_cast<const float*>(b);
+  for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+}
+
+// Element i of rank r's input: small integers, exact in float32.
+float inputOf(int rank, size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(i % 13 + 1)); }
+
+void verify(const float* out, size_t count, int procs, const char* what) {
+  const int s = procs * (procs + 1) / 2;
+  for (size_t i = 0; i < count; ++i) {
+    const float want = static_cast<float>(s * static_cast<int>(i % 13 + 1));
+    if (out[i] != want) {
+      throw Error(std::string(what) + ": element " + std::to_string(i) + " of " + std::to_string(count) + " is " +
+                  std::to_string(out[i]) + ", expected " + std::to_string(want));
+    }
+  }
+}
+
+int worker(int rank, int procs, const BenchOptions& opt, const std::string& redis_url, const std::string& ns,
+           const std::string& store_dir, int fd) {
+  mw_context_t* ctx = newContext(redis_url, ns, kTimeoutMs);
+  mw_world_t* world = nullptr;
+  mwCheck(mw_world_create(ctx, ("allreduce-" + std::to_string(procs)).c_str(), rank, procs, MW_BACKEND_GLOO, 0,
+                          kTimeoutMs, &world),
+          "mw_world_create");
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  auto raw = std::make_shared<gloo::rendezvous::Context>(rank, procs);
+  raw->setTimeout(std::chrono::milliseconds(kTimeoutMs));
+  {
+    gloo::rendezvous::FileStore store(store_dir);
+    raw->connectFullMesh(store, device);
+  }
+  auto barrier = [&] {
+    gloo::BarrierOptions b(raw);
+    b.setTag(7);
+    gloo::barrier(b);
+  };
+  uint32_t tag = 100;
+
+  for (size_t bytes : sizesOf(opt)) {
+    const size_t count = std::max<size_t>(1, bytes / sizeof(float));
+    std::vector<float> in(count), out(count);
+    for (size_t i = 0; i < count; ++i) in[i] = inputOf(rank, i);
+    const size_t iters = itersFor(opt, bytes);
+
+    auto runOurs = [&](size_t n, bool check) {
+      barrier();
+      double t0 = nowSeconds();
+      for (size_t k = 0; k < n; ++k) {
+        if (check && k + 1 == n) std::memset(out.data(), 0xff, count * sizeof(float));
+        mw_request_t* r = nullptr;
+        mwCheck(mw_allreduce_async(world, in.data(), out.data(), count, MW_FLOAT32, MW_SUM, &r),
+                "mw_allreduce_async");
+        mwWait(r, kTimeoutMs, "ours allreduce");
+      }
+      double t = nowSeconds() - t0;
+      if (check) verify(out.data(), count, procs, "ours allreduce");
+      return t;
+    };
+    auto runRaw = [&](size_t n, bool check) {
+      gloo::AllreduceOptions o(raw);
+      o.setInput(in.data(), count);
+      o.setOutput(out.data(), count);
+      o.setReduceFunction(&sumFloats);
+      o.setTimeout(std::chrono::milliseconds(kTimeoutMs));
+      barrier();
+      double t0 = nowSeconds();
+      for (size_t k = 0; k < n; ++k) {
+        if (check && k + 1 == n) std::memset(out.data(), 0xff, count * sizeof(float));
+        o.setTag(tag++);
+        gloo::allreduce(o);
+      }
+      double t = nowSeconds() - t0;
+      if (check) verify(out.data(), count, procs, "raw allreduce");
+      return t;
+    };
+    // Warm-up, checked.
+    runOurs(1, true);
+    runRaw(1, true);
+    std::vector<double> ours, raw_t;
+    for (size_t round = 0; round < opt.rounds; ++round) {
+      const bool last = round + 1 == opt.rounds;
+      if (round % 2 == 0) {
+        ours.push_back(runOurs(iters, last));
+        raw_t.push_back(runRaw(iters, last));
+      } else {
+        raw_t.push_back(runRaw(iters, last));
+        ours.push_back(runOurs(iters, last));
+      }
+    }
+    if (rank == 0) {
+      Row row;
+      row.procs = static_cast<uint64_t>(procs);
+      row.bytes = bytes;
+      const double to = std::max(median(ours), 1e-9) / static_cast<double>(iters);
+      const double tr = std::max(median(raw_t), 1e-9) / static_cast<double>(iters);
+      row.ours_gbps = static_cast<double>(bytes) * 8 / to / 1e9;
+      row.raw_gbps = static_cast<double>(bytes) * 8 / tr / 1e9;
+      row.ours_lat_us = to * 1e6;
+      row.raw_lat_us = tr * 1e6;
+      writeRecord(fd, &row, sizeof row);
+    }
+  }
+  barrier();
+  // Everyone is past the last operation: leave.
+  mw_world_destroy(world);
+  barrier();
+  mw_context_free(ctx);
+  raw.reset();
+  return 0;
+}
+
+double ratioOf(const Row& r) { return r.raw_gbps > 0 ? r.ours_gbps / r.raw_gbps : 0; }
+
+}  // namespace
+
+int runAllreduceSuite(const BenchOptions& opt) {
+  if (opt.min_bytes == 0 || opt.min_bytes > opt.max_bytes || opt.rounds == 0) {
+    std::fprintf(stderr, "mw_bench allreduce: need 0 < --min-bytes <= --max-bytes and --rounds >= 1\n");
+    return 2;
+  }
+  const std::string machine = machineName();
+  std::vector<Row> rows;
+  size_t expected = 0;
+  bool ok = true;
+  try {
+    TempDir dir;
+    std::unique_ptr<PrivateRedis> redis;
+    std::string url = redisFromEnv(opt.redis_url);
+    if (url.empty()) {
+      redis = std::make_unique<PrivateRedis>(dir.path());
+      url = redis->url();
+    }
+    std::printf("# allreduce on %s: %s\n", machine.c_str(), opt.command.c_str());
+    std::printf("# ours = mw_allreduce_async+mw_wait on a multiworld Gloo world, raw = gloo::allreduce on a "
+                "gloo::rendezvous::Context, both tcp on 127.0.0.1; float32 sum, one op at a time; "
+                "gbps = 1e9 bit/s of buffer per op; lat = time per op; median of %zu alternating rounds; %s\n",
+                opt.rounds, opt.iters ? ("iterations " + std::to_string(opt.iters)).c_str()
+                                      : "iterations = clamp(16 MiB / bytes, 2, 300)");
+    std::printf("%5s %10s %10s %10s %7s %12s %11s\n", "procs", "bytes", "ours_gbps", "raw_gbps", "ratio",
+                "ours_lat_us", "raw_lat_us");
+    std::fflush(stdout);
+    for (int procs : {2, 4}) {
+      const std::string store_dir = dir.path() + "/gloo-store-" + std::to_string(procs);
+      std::filesystem::create_directory(store_dir);
+      const std::string ns = "mwbench.ar." + std::to_string(getpid()) + "." + std::to_string(procs);
+      expected += sizesOf(opt).size();
+      bool good = runWorkers(
+          "allreduce", procs, sizeof(Row),
+          [&](int rank, int fd) { return worker(rank, procs, opt, url, ns, store_dir, fd); },
+          [&](const char* rec) {
+            Row r;
+            std::memcpy(&r, rec, sizeof r);
+            rows.push_back(r);
+            std::printf("%5llu %10llu %10.4g %10.4g %7.3f %12.2f %11.2f\n", static_cast<unsigned long long>(r.procs),
+                        static_cast<unsigned long long>(r.bytes), r.ours_gbps, r.raw_gbps, ratioOf(r), r.ours_lat_us,
+                        r.raw_lat_us);
+            std::fflush(stdout);
+          });
+      if (!good) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok && rows.size() != expected) {
+      std::fprintf(stderr, "mw_bench allreduce: got %zu of %zu rows\n", rows.size(), expected);
+      ok = false;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mw_bench allreduce: %s\n", e.what());
+    return 1;
+  }
+  if (!ok) {
+    std::fprintf(stderr, "mw_bench allreduce: FAILED\n");
+    return 1;
+  }
+  if (!opt.json_path.empty()) {
+    std::vector<JsonRow> jr;
+    for (const Row& r : rows) {
+      jr.push_back({{"procs", jnum(static_cast<double>(r.procs))},
+                    {"bytes", jnum(static_cast<double>(r.bytes))},
+                    {"ours_gbps", jnum(r.ours_gbps)},
+                    {"raw_gbps", jnum(r.raw_gbps)},
+                    {"ratio", jnum(ratioOf(r))},
+                    {"ours_lat_us", jnum(r.ours_lat_us)},
+                    {"raw_lat_us", jnum(r.raw_lat_us)}});
+    }
+    if (!writeJson(opt.json_path, "allreduce", opt.command, machine, jr)) return 1;
+  }
+  return 0;
+}
+
+}  // namespace mwbench

@@ -1,0 +1,25 @@
+// The allreduce, create, poll and fanin suites. Each forks its own worker
+// processes (and a redis-server when no Redis is given), so call them before
+// this process made any multiworld context or Gloo object. They return 0 on
+// success, 1 when a process failed or a result was wrong, 2 for unusable
+// options; never non-zero because of timings.
+#pragma once
+
+#include "bench/bench_options.h"
+
+namespace mwbench {
+
+// OURS mw_allreduce_async + mw_wait against raw gloo::allreduce, float32
+// SUM, 2 and 4 processes, opt.min_bytes..opt.max_bytes by powers of 4.
+int runAllreduceSuite(const BenchOptions& opt);
+// World creation latency: sequential creates of sizes 2 and 8 (opt.trials
+// each) and 64 worlds created at once by 2 processes; raw = connectFullMesh
+// over a RedisStore on the same redis-server.
+int runCreateSuite(const BenchOptions& opt);
+// Cost per completion through mw_poll and mw_test with 1 and 256 worlds open.
+int runPollSuite(const BenchOptions& opt);
+// One leader, K senders each in its own 2-rank world, against one raw Gloo
+// context of K+1.
+int runFaninSuite(const BenchOptions& opt);
+
+}  // namespace mwbench

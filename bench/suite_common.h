@@ -1,0 +1,72 @@
+// Pieces shared by the allreduce, create, poll and fanin suites: worker
+// processes, a temp dir, statistics and JSON output.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <multiworld/multiworld.h>
+
+namespace mwbench {
+namespace common {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string machineName();
+double median(std::vector<double> v);
+// Nearest-rank percentile, p in [0, 100].
+double percentile(std::vector<double> v, double p);
+std::string jsonString(const std::string& s);
+double nowSeconds();       // steady clock
+double cpuSeconds();       // user + system of this process (getrusage)
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Forks n workers (call before any multiworld context or Gloo object
+// exists in this process). Worker i runs fn(i, fd) and exits with its
+// return value (an exception is printed and exits 1); records of rec_size
+// bytes it writes to fd reach on_record in the parent. When a worker fails
+// the others get a grace period, then SIGKILL. True when all exited 0.
+bool runWorkers(const char* suite, int n, std::size_t rec_size, const std::function<int(int, int)>& fn,
+                const std::function<void(const char*)>& on_record);
+void writeRecord(int fd, const void* p, std::size_t n);
+
+// A multiworld context for benchmarks on 127.0.0.1.
+mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms);
+[[noreturn]] void mwFail(const std::string& what);
+inline void mwCheck(mw_status_t s, const char* what) {
+  if (s != MW_OK) mwFail(what);
+}
+void mwWait(mw_request_t* r, int timeout_ms, const char* what);  // frees r
+
+// Finds the Redis for multiworld: opt.redis_url, MW_REDIS_URL or empty.
+std::string redisFromEnv(const std::string& given);
+
+// {"bench": ..., "command": ..., "machine": ..., "rows": [...]}; each row is
+// (key, already formatted JSON value) pairs.
+using JsonRow = std::vector<std::pair<std::string, std::string>>;
+bool writeJson(const std::string& path, const std::string& bench, const std::string& command,
+               const std::string& machine, const std::vector<JsonRow>& rows);
+std::string jnum(double v);
+
+}  // namespace common
+}  // namespace mwbench
