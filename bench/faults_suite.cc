@@ -1,5 +1,7 @@
-#include "bench/private_redis.h"
 #include "bench/faults_suite.h"
+
+#include "bench/private_redis.h"
+#include "bench/suite_common.h"
 
 #include <fcntl.h>
 #include <net/if.h>
@@ -45,6 +47,9 @@ namespace mwbench {
 namespace {
 
 using namespace std::chrono_literals;
+using common::jsonString;
+using common::machineName;
+using common::median;
 using Settings = std::vector<std::pair<std::string, std::string>>;
 
 // Part 1: traffic of each trial's world.
@@ -88,15 +93,6 @@ void onSignal(int sig) { g_signal = sig; }
 
 void checkSignal() {
   if (g_signal) throw SuiteError("interrupted by signal " + std::to_string(static_cast<int>(g_signal)));
-}
-
-std::string machineName() {
-  struct utsname u {};
-  std::string host = uname(&u) == 0 ? u.nodename : "unknown";
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
-  return host + " (nproc " + std::to_string(cpus) + ")";
 }
 
 // Sleeps until CLOCK_MONOTONIC reaches `deadline_ns`; a signal for us ends
@@ -674,12 +670,6 @@ double percentile(std::vector<double> v, double q) {
   return v[rank - 1];
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 void printKind(const KindResult& r) {
   if (!r.skipped.empty()) {
     std::printf("%-10s %6s  skipped: %s\n", r.fault.c_str(), "-", r.skipped.c_str());
@@ -887,24 +877,6 @@ Rep runHealthyRep(int rep, const Env& env) {
 }
 
 // ---- reporting ------------------------------------------------------------------
-
-std::string jsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\u%04x", c);
-      out += esc;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
 
 std::string jsonNumber(double v) {
   char buf[32];

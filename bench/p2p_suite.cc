@@ -1,5 +1,7 @@
-#include "bench/private_redis.h"
 #include "bench/p2p_suite.h"
+
+#include "bench/private_redis.h"
+#include "bench/suite_common.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -30,6 +32,11 @@
 namespace mwbench {
 namespace {
 
+using common::jsonString;
+using common::machineName;
+using common::median;
+using common::TempDir;
+
 // Seconds one round of one implementation should take at each size when the
 // iteration count is calibrated. With 5 rounds that is about 0.9 s per size
 // and side, about 25 s for the default 11 sizes, both sides.
@@ -46,15 +53,6 @@ struct Row {
   double ours_gbps = 0, raw_gbps = 0, ours_lat_us = 0, raw_lat_us = 0;
 };
 
-std::string machineName() {
-  struct utsname u {};
-  std::string host = uname(&u) == 0 ? u.nodename : "unknown";
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
-  return host + " (nproc " + std::to_string(cpus) + ")";
-}
-
 std::vector<size_t> sizesOf(const BenchOptions& opt) {
   std::vector<size_t> sizes;
   for (size_t b = opt.min_bytes; b <= opt.max_bytes; b *= 4) {
@@ -62,12 +60,6 @@ std::vector<size_t> sizesOf(const BenchOptions& opt) {
     if (b > opt.max_bytes / 4) break;
   }
   return sizes;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 bool writeAll(int fd, const void* p, size_t n) {
@@ -82,27 +74,6 @@ bool writeAll(int fd, const void* p, size_t n) {
   return true;
 }
 
-
-class TempDir {
- public:
-  TempDir() {
-    std::string base = std::filesystem::temp_directory_path().string() + "/mw-bench-XXXXXX";
-    std::vector<char> tmpl(base.begin(), base.end());
-    tmpl.push_back('\0');
-    if (!mkdtemp(tmpl.data())) throw BenchError("mkdtemp failed: " + std::string(std::strerror(errno)));
-    path_ = tmpl.data();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // ---- rank 0: what to measure -------------------------------------------------
 
@@ -205,24 +176,6 @@ int rankMain(int rank, const BenchOptions& opt, const PeerSetup& base, int resul
 }
 
 // ---- the parent: processes and reporting -------------------------------------
-
-std::string jsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\u%04x", c);
-      out += esc;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
 
 double ratioOf(const Row& r) { return r.raw_gbps > 0 ? r.ours_gbps / r.raw_gbps : 0; }
 
