@@ -13,11 +13,8 @@
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/transport/tcp/device.h>
 
 #include "bench/extra_suites.h"
-#include "bench/private_redis.h"
 #include "bench/suite_common.h"
 
 namespace mwbench {
@@ -79,15 +76,7 @@ int worker(int rank, int procs, const BenchOptions& opt, const std::string& redi
   mwCheck(mw_world_create(ctx, ("allreduce-" + std::to_string(procs)).c_str(), rank, procs, MW_BACKEND_GLOO, 0,
                           kTimeoutMs, &world),
           "mw_world_create");
-  gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
-  auto device = gloo::transport::tcp::CreateDevice(attr);
-  auto raw = std::make_shared<gloo::rendezvous::Context>(rank, procs);
-  raw->setTimeout(std::chrono::milliseconds(kTimeoutMs));
-  {
-    gloo::rendezvous::FileStore store(store_dir);
-    raw->connectFullMesh(store, device);
-  }
+  auto raw = rawGlooContext(rank, procs, store_dir, kTimeoutMs);
   auto barrier = [&] {
     gloo::BarrierOptions b(raw);
     b.setTag(7);
@@ -183,12 +172,8 @@ int runAllreduceSuite(const BenchOptions& opt) {
   bool ok = true;
   try {
     TempDir dir;
-    std::unique_ptr<PrivateRedis> redis;
-    std::string url = redisFromEnv(opt.redis_url);
-    if (url.empty()) {
-      redis = std::make_unique<PrivateRedis>(dir.path());
-      url = redis->url();
-    }
+    SuiteRedis redis(opt.redis_url, dir.path());
+    const std::string& url = redis.url();
     std::printf("# allreduce on %s: %s\n", machine.c_str(), opt.command.c_str());
     std::printf("# ours = mw_allreduce_async+mw_wait on a multiworld Gloo world, raw = gloo::allreduce on a "
                 "gloo::rendezvous::Context, both tcp on 127.0.0.1; float32 sum, one op at a time; "

@@ -12,12 +12,9 @@
 
 #include <gloo/barrier.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 
 #include "bench/extra_suites.h"
-#include "bench/private_redis.h"
 #include "bench/suite_common.h"
 
 namespace mwbench {
@@ -86,15 +83,7 @@ int worker(int rank, int senders, size_t m, const std::string& url, const std::s
     worlds.push_back(w);
   }
   // RAW: everyone in one context.
-  gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
-  auto device = gloo::transport::tcp::CreateDevice(attr);
-  auto raw = std::make_shared<gloo::rendezvous::Context>(rank, procs);
-  raw->setTimeout(std::chrono::milliseconds(kTimeoutMs));
-  {
-    gloo::rendezvous::FileStore store(store_dir);
-    raw->connectFullMesh(store, device);
-  }
+  auto raw = rawGlooContext(rank, procs, store_dir, kTimeoutMs);
   auto barrier = [&] {
     gloo::BarrierOptions b(raw);
     b.setTag(11);
@@ -243,12 +232,8 @@ int runFaninSuite(const BenchOptions& opt) {
   std::vector<Row> rows;
   try {
     TempDir dir;
-    std::unique_ptr<PrivateRedis> redis;
-    std::string url = redisFromEnv(opt.redis_url);
-    if (url.empty()) {
-      redis = std::make_unique<PrivateRedis>(dir.path());
-      url = redis->url();
-    }
+    SuiteRedis redis(opt.redis_url, dir.path());
+    const std::string& url = redis.url();
     std::printf("# fanin on %s: %s\n", machine.c_str(), opt.command.c_str());
     std::printf("# one leader, K senders each streaming %zu messages of %zu bytes (%zu outstanding per sender); "
                 "ours = K 2-rank multiworld Gloo worlds, leader completes through mw_poll; raw = one "

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "bench/extra_suites.h"
-#include "bench/private_redis.h"
 #include "bench/suite_common.h"
 
 namespace mwbench {
@@ -188,12 +187,8 @@ int runPollSuite(const BenchOptions& opt) {
   std::vector<Row> rows;
   try {
     TempDir dir;
-    std::unique_ptr<PrivateRedis> redis;
-    std::string url = redisFromEnv(opt.redis_url);
-    if (url.empty()) {
-      redis = std::make_unique<PrivateRedis>(dir.path());
-      url = redis->url();
-    }
+    SuiteRedis redis(opt.redis_url, dir.path());
+    const std::string& url = redis.url();
     std::printf("# poll on %s: %s\n", machine.c_str(), opt.command.c_str());
     std::printf("# no raw baseline (Gloo has no completion queue); one process pair on 127.0.0.1, one world "
                 "carries %zu %zu-byte sends with %zu receives outstanding, the other worlds (worlds - 1) are open "

@@ -19,6 +19,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
 namespace mwbench {
 namespace common {
 
@@ -235,6 +239,27 @@ std::string redisFromEnv(const std::string& given) {
   if (!given.empty()) return given;
   const char* env = std::getenv("MW_REDIS_URL");
   return env && *env ? env : "";
+}
+
+SuiteRedis::SuiteRedis(const std::string& given, const std::string& dir) : url_(redisFromEnv(given)) {
+  if (url_.empty()) {
+    own_ = std::make_unique<PrivateRedis>(dir);
+    url_ = own_->url();
+  }
+}
+
+SuiteRedis::~SuiteRedis() = default;
+
+std::shared_ptr<gloo::rendezvous::Context> rawGlooContext(int rank, int size, const std::string& store_dir,
+                                                          int timeout_ms) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  auto raw = std::make_shared<gloo::rendezvous::Context>(rank, size);
+  raw->setTimeout(std::chrono::milliseconds(timeout_ms));
+  gloo::rendezvous::FileStore store(store_dir);
+  raw->connectFullMesh(store, device);
+  return raw;
 }
 
 bool writeJson(const std::string& path, const std::string& bench, const std::string& command,

@@ -13,6 +13,14 @@
 
 #include <multiworld/multiworld.h>
 
+#include "bench/private_redis.h"
+
+namespace gloo {
+namespace rendezvous {
+class Context;
+}
+}  // namespace gloo
+
 namespace mwbench {
 namespace common {
 
@@ -60,6 +68,24 @@ void mwWait(mw_request_t* r, int timeout_ms, const char* what);  // frees r
 
 // Finds the Redis for multiworld: opt.redis_url, MW_REDIS_URL or empty.
 std::string redisFromEnv(const std::string& given);
+
+// The Redis a suite talks to: `given` (--redis), else MW_REDIS_URL, else a
+// private redis-server in `dir`, stopped when this goes away.
+class SuiteRedis {
+ public:
+  SuiteRedis(const std::string& given, const std::string& dir);
+  ~SuiteRedis();
+  const std::string& url() const { return url_; }
+
+ private:
+  std::unique_ptr<PrivateRedis> own_;
+  std::string url_;
+};
+
+// The raw baseline: a Gloo context of `size` over a TCP device on
+// 127.0.0.1, fully connected through a FileStore in `store_dir`.
+std::shared_ptr<gloo::rendezvous::Context> rawGlooContext(int rank, int size, const std::string& store_dir,
+                                                          int timeout_ms);
 
 // {"bench": ..., "command": ..., "machine": ..., "rows": [...]}; each row is
 // (key, already formatted JSON value) pairs.
