@@ -43,8 +43,6 @@ class Context : public WorldOwner {
 
   const std::shared_ptr<CompletionQueue>& completions() const override { return cq_; }
   EventQueue& events() { return events_; }
-  const Config& config() const { return cfg_; }
-  const std::string& memberId() const { return member_; }
 
   void worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,
                    bool announce) override;
