@@ -7,6 +7,8 @@
 #include <random>
 
 #include "core/backends/gloo/gloo_communicator.h"
+#include "core/backends/nccl/nccl_communicator.h"
+#include "core/backends/nccl/nccl_plugin_loader.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -33,6 +35,21 @@ void ignoreSigpipeUnlessHandled() {
   }
 }
 
+// Before any rendezvous, so that a host without NCCL fails at once and
+// says why instead of making the other members wait.
+void requireNcclDevice(const std::string& world, int device) {
+  const NcclSupport& nccl = ncclSupport();
+  if (!nccl.usable()) {
+    throw Error(Status::Unsupported, "world '" + world + "': the NCCL backend is unavailable here: " + nccl.why_not);
+  }
+  if (device < 0 || device >= nccl.devices) {
+    throw Error(Status::InvalidArgument, "world '" + world + "': device " + std::to_string(device) +
+                                             " is outside the " + std::to_string(nccl.devices) +
+                                             " CUDA devices of this process [0, " + std::to_string(nccl.devices) +
+                                             ")");
+  }
+}
+
 Config validated(const Config& cfg) {
   cfg.validate();
   return cfg;
@@ -40,7 +57,11 @@ Config validated(const Config& cfg) {
 
 }  // namespace
 
-bool backendAvailable(Backend b) noexcept { return b == Backend::Gloo; }
+bool backendAvailable(Backend b) noexcept {
+  if (b == Backend::Gloo) return true;
+  if (b == Backend::Nccl) return ncclSupport().usable();
+  return false;
+}
 
 Context::Context(const Config& cfg)
     : cfg_(validated(cfg)),
@@ -69,7 +90,6 @@ Context::~Context() {
 
 World* Context::createWorld(const std::string& name, int rank, int size, Backend backend, int device,
                             int timeout_ms) {
-  (void)device;  // CUDA ordinal; Gloo worlds live in host memory
   if (!isValidName(name, 128)) {
     throw Error(Status::InvalidArgument,
                 "world name '" + name.substr(0, 160) + "' must be 1..128 chars of [A-Za-z0-9._:-]");
@@ -83,15 +103,12 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
     throw Error(Status::InvalidArgument,
                 "timeout_ms " + std::to_string(timeout_ms) + " must be >= 0, or -1 for no limit");
   }
-  if (backend == Backend::Nccl) {
-    throw Error(Status::Unsupported, "world '" + name +
-                                         "': the NCCL backend is not built into this library "
-                                         "(no NCCL plugin)");
-  }
-  if (backend != Backend::Gloo) {
+  if (backend != Backend::Gloo && backend != Backend::Nccl) {
     throw Error(Status::InvalidArgument, "backend " + std::to_string(static_cast<int>(backend)) +
                                              " is not MW_BACKEND_GLOO (1) or MW_BACKEND_NCCL (2)");
   }
+  // `device` is the CUDA ordinal of an NCCL world; Gloo worlds ignore it.
+  if (backend == Backend::Nccl) requireNcclDevice(name, device);
   {
     std::lock_guard<std::mutex> lock(m_);
     for (const auto& [ptr, w] : worlds_) {
@@ -109,8 +126,13 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
   Deadline deadline = timeout_ms < 0 ? Clock::now() + kForever
                                      : Clock::now() + std::chrono::milliseconds(timeout_ms);
   Formation f = rendezvous_.join(name, rank, size, deadline);
-  auto comm = GlooCommunicator::connect(gloo_device_, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank,
-                                        size, deadline);
+  std::unique_ptr<Communicator> comm = GlooCommunicator::connect(
+      gloo_device_, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank, size, deadline);
+  if (backend == Backend::Nccl) {
+    // The Gloo mesh stays as the world's liveness link; NCCL moves the data.
+    comm = NcclCommunicator::connect(*ncclSupport().plugin, std::move(comm), pool_,
+                                     keys_.worldEpoch(name, f.epoch, "n:"), rank, size, device, deadline);
+  }
   WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
   auto world = std::make_shared<World>(std::move(id), std::move(comm), *this, cfg_.op_timeout);
   world->start();

@@ -20,16 +20,12 @@
 set(MW_PACKAGE_CONTACT "multiworld maintainers <multiworld@localhost>" CACHE STRING
     "Maintainer (DEB) / Packager (RPM) of the packages")
 set(MW_PACKAGE_RELEASE "1" CACHE STRING "RPM release number of the packages")
-# The NCCL plugin needs libnccl.so.2 and the CUDA runtime. SHLIBDEPS/AUTOREQ
-# find what it links when the build host has them from packages; the names
-# below make the dependency explicit, also for hosts where NCCL/CUDA came
-# from NVIDIA's tarballs. Defaults name NVIDIA's
-# CUDA repository packages (Debian/Ubuntu: libnccl2, cuda-cudart-<X>-<Y>;
-# RHEL/Fedora: libnccl, cuda-cudart-<X>-<Y>) with Debian's own libcudart12 as
-# an alternative on DEB.
-set(MW_NCCL_DEB_DEPENDS "libnccl2, libcudart12 | cuda-cudart-12-9 | cuda-cudart-12-8 | cuda-cudart-12-6 | cuda-cudart-12-4"
+# The NCCL plugin links CUDA's runtime statically and needs libnccl.so.2
+# (>= 2.28) at run time; NVIDIA's repositories name it libnccl2 (DEB) and
+# libnccl (RPM).
+set(MW_NCCL_DEB_DEPENDS "libnccl2 (>= 2.28)"
     CACHE STRING "DEB Depends of the NCCL plugin package, besides the runtime package")
-set(MW_NCCL_RPM_REQUIRES "libnccl, (cuda-cudart-12-9 or cuda-cudart-12-8 or cuda-cudart-12-6 or cuda-cudart-12-4)"
+set(MW_NCCL_RPM_REQUIRES "libnccl >= 2.28"
     CACHE STRING "RPM Requires of the NCCL plugin package, besides the runtime package")
 mark_as_advanced(MW_PACKAGE_RELEASE MW_NCCL_DEB_DEPENDS MW_NCCL_RPM_REQUIRES)
 
@@ -108,6 +104,10 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS redis-server)
 set(CPACK_DEBIAN_NCCL_PACKAGE_NAME libmultiworld${_mw_major}-nccl)
 set(CPACK_DEBIAN_NCCL_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_NCCL_PACKAGE_DEPENDS "${MW_NCCL_DEB_DEPENDS}")
+# CUDA's runtime is linked in statically; libnccl often comes from NVIDIA's
+# tarball rather than a package dpkg-shlibdeps could name, so the
+# dependency is the one stated above.
+set(CPACK_DEBIAN_NCCL_PACKAGE_SHLIBDEPS OFF)
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libmultiworld-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
