@@ -28,6 +28,16 @@
  * posted to the peer at issue time, so a send and its matching recv never
  * wait on each other's issue order. Collectives must be issued in the same
  * order on every member; p2p between a pair is matched in FIFO order.
+ *
+ * NCCL worlds: every operation of a world, receives included, is queued on
+ * the world's one CUDA stream in issue order, exactly as with NCCL itself.
+ * A receive therefore holds up what was issued after it until its message
+ * arrives: two members that both post a receive before their send wait on
+ * each other forever. Issue the pair in matching order (or use separate
+ * worlds for the two directions). Buffers are device memory of the
+ * world's device; host memory is refused with MW_ERR_INVALID_ARGUMENT. A
+ * send and a recv of different sizes between two members are NCCL's
+ * undefined behaviour (to self they fail with MW_ERR_INVALID_ARGUMENT).
  */
 #ifndef MULTIWORLD_MULTIWORLD_H
 #define MULTIWORLD_MULTIWORLD_H
@@ -141,6 +151,12 @@ MW_API void mw_context_free(mw_context_t* ctx) MW_NOEXCEPT; /* destroys remainin
  * Collective over the `size` members: blocks until every rank joined or
  * timeout_ms passed (MW_ERR_TIMEOUT). `device` is the CUDA ordinal for NCCL
  * and ignored for Gloo. Names: 1..128 chars of [A-Za-z0-9._:-].
+ * NCCL: the backend lives in a plugin, libmultiworld-nccl.so.<major>,
+ * loaded on first use from $MW_NCCL_PLUGIN, else next to this library,
+ * else the loader's search path. Without the plugin, a CUDA driver or a
+ * device, mw_backend_available(MW_BACKEND_NCCL) is 0 and creation fails
+ * with MW_ERR_UNSUPPORTED saying which; a device outside the visible ones
+ * is MW_ERR_INVALID_ARGUMENT.
  * Errors: a rank already claimed by a live process -> MW_ERR_ALREADY_EXISTS;
  * members disagreeing on `size` -> MW_ERR_INVALID_ARGUMENT on every member
  * that is waiting; Redis down -> MW_ERR_STORE. Each successful creation is

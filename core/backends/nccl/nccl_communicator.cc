@@ -5,8 +5,12 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+
 #include "core/backends/gloo/gloo_store.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "core/signals.h"
 
 namespace mw {
 
@@ -23,6 +27,9 @@ static_assert(MWN_SUM == static_cast<int>(RedOp::Sum) && MWN_MIN == static_cast<
 namespace {
 
 constexpr size_t kErrLen = 512;
+// How long close() waits for ncclCommAbort before leaving it to finish,
+// and free the communicator, on its own.
+constexpr std::chrono::milliseconds kAbortGrace{5000};
 const char kIdKey[] = "nccl-id";
 
 // CUDA gives no way to sleep until an event completes that does not also
@@ -108,9 +115,18 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::connect(const mwn_plugin& pl
   return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(plugin, std::move(liveness), comm));
 }
 
+// Shared by the communicator and its abort thread; whichever is last frees
+// the plugin's communicator.
+struct NcclCommunicator::Teardown {
+  std::mutex m;
+  std::condition_variable cv;
+  bool aborted = false;        // ncclCommAbort returned
+  bool thread_frees = false;   // close() gave up waiting: the thread frees
+};
+
 NcclCommunicator::NcclCommunicator(const mwn_plugin& plugin, std::unique_ptr<Communicator> liveness,
                                    mwn_comm* comm)
-    : plugin_(plugin), liveness_(std::move(liveness)), comm_(comm) {}
+    : plugin_(plugin), liveness_(std::move(liveness)), comm_(comm), teardown_(std::make_shared<Teardown>()) {}
 
 NcclCommunicator::~NcclCommunicator() { close(); }
 
@@ -154,19 +170,47 @@ void NcclCommunicator::abort() noexcept {
     aborted_ = true;
   }
   aborted_cv_.notify_all();
-  plugin_.comm_abort(comm_);
   liveness_->abort();
+  try {
+    SigpipeBlockedForNewThreads no_sigpipe;
+    aborter_ = std::thread([plugin = &plugin_, comm = comm_, t = teardown_] {
+      pthread_setname_np(pthread_self(), "mw:ncclabort");
+      plugin->comm_abort(comm);
+      std::lock_guard<std::mutex> lock(t->m);
+      t->aborted = true;
+      t->cv.notify_all();
+      if (t->thread_frees) plugin->comm_free(comm);
+    });
+  } catch (const std::exception&) {
+    plugin_.comm_abort(comm_);  // no thread to be had: abort here
+    std::lock_guard<std::mutex> lock(teardown_->m);
+    teardown_->aborted = true;
+  }
 }
 
 void NcclCommunicator::close() noexcept {
+  abort();
   {
     std::lock_guard<std::mutex> lock(m_);
     if (closed_) return;
     closed_ = true;
-    aborted_ = true;
   }
-  aborted_cv_.notify_all();
-  plugin_.comm_free(comm_);
+  bool aborted;
+  {
+    std::unique_lock<std::mutex> lock(teardown_->m);
+    aborted = teardown_->cv.wait_for(lock, kAbortGrace, [&] { return teardown_->aborted; });
+    if (!aborted) teardown_->thread_frees = true;
+  }
+  if (aborter_.joinable()) {
+    if (aborted) {
+      aborter_.join();
+    } else {
+      MW_LOG(LogLevel::Warn, "ncclCommAbort still runs %lld ms after close; leaving it to finish",
+             static_cast<long long>(kAbortGrace.count()));
+      aborter_.detach();
+    }
+  }
+  if (aborted) plugin_.comm_free(comm_);
   liveness_->close();
 }
 

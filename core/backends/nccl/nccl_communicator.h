@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "core/backends/nccl/nccl_plugin_abi.h"
 #include "core/communicator.h"
@@ -42,6 +43,8 @@ class NcclCommunicator : public Communicator {
  private:
   NcclCommunicator(const mwn_plugin& plugin, std::unique_ptr<Communicator> liveness, mwn_comm* comm);
 
+  struct Teardown;
+
   const mwn_plugin& plugin_;
   const std::unique_ptr<Communicator> liveness_;
   mwn_comm* comm_;
@@ -50,6 +53,11 @@ class NcclCommunicator : public Communicator {
   std::condition_variable aborted_cv_;
   bool aborted_ = false;
   bool closed_ = false;
+  // ncclCommAbort runs on a thread of its own: it waits for the world's
+  // kernels and NCCL's proxy threads, and abort() may be called by the
+  // context's watchdog, which serves every world.
+  std::shared_ptr<Teardown> teardown_;
+  std::thread aborter_;
 };
 
 }  // namespace mw

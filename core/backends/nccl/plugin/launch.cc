@@ -56,11 +56,6 @@ ncclResult_t launch(Comm& c, OpState& op, std::string& why) {
   const size_t block = bytesOf(d);
   const ncclDataType_t type = ncclType(d.dtype);
   const size_t rank = static_cast<size_t>(c.rank);
-  cudaError_t e = cudaSetDevice(c.device);
-  if (e != cudaSuccess) {
-    why = cudaWhy("cudaSetDevice", e);
-    return ncclUnhandledCudaError;
-  }
   auto cuda = [&](const char* call, cudaError_t err) {
     if (err != cudaSuccess) why = cudaWhy(call, err);
     return err == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;

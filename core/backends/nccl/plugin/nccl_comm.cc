@@ -184,7 +184,7 @@ void abortComm(Comm& c) {
   if (c.aborted) return;
   c.aborted = true;
   if (!c.nccl) return;
-  cudaSetDevice(c.device);
+  DeviceScope device(c.device);
   // Stops the kernels of this communicator only; the events behind them
   // then complete, and nothing waits on them any more.
   ncclCommAbort(c.nccl);

@@ -29,6 +29,27 @@ struct Failure {
   explicit operator bool() const { return status != MWN_OK; }
 };
 
+// Makes a device current on this thread for the scope's lifetime and then
+// restores the previous one: the calling thread may be the program's, whose
+// current device is its own business.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    error_ = cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  cudaError_t error() const { return error_; }
+
+ private:
+  int previous_ = -1;
+  cudaError_t error_ = cudaSuccess;
+};
+
 struct OpState {
   enum class Stage { Waiting, Enqueuing, Recorded, Done, Failed };
 
@@ -75,8 +96,8 @@ Failure query(Comm& c, OpState& op, bool& pending);
 // Under c.m: ncclCommAbort once.
 void abortComm(Comm& c);
 
-// The NCCL call (plus the stream work around it) for one operation; in
-// launch.cc. Returns NCCL's answer; CUDA failures come back as
+// The NCCL call (plus the stream work around it) for one operation, with
+// the communicator's device current; in launch.cc. Returns NCCL's answer; CUDA failures come back as
 // ncclUnhandledCudaError with `why` set.
 ncclResult_t launch(Comm& c, OpState& op, std::string& why);
 

@@ -70,15 +70,19 @@ int checkDevice(int device, char* err, size_t len) {
                "device " + std::to_string(device) + " is outside the " + std::to_string(n) +
                    " CUDA devices of this process [0, " + std::to_string(n) + ")");
   }
-  cudaError_t e = cudaSetDevice(device);
-  if (e != cudaSuccess) return say(err, len, MWN_ERR_BACKEND, cudaWhy("cudaSetDevice", e));
   return MWN_OK;
+}
+
+int badDevice(const DeviceScope& scope, char* err, size_t len) {
+  return say(err, len, MWN_ERR_BACKEND, cudaWhy("cudaSetDevice", scope.error()));
 }
 
 int uniqueId(int device, unsigned char id[MW_NCCL_UNIQUE_ID_BYTES], char* err, size_t len) {
   return guarded(err, len, [&]() -> int {
     int st = checkDevice(device, err, len);
     if (st != MWN_OK) return st;
+    DeviceScope scope(device);
+    if (scope.error() != cudaSuccess) return badDevice(scope, err, len);
     ncclUniqueId uid;
     ncclResult_t r = ncclGetUniqueId(&uid);
     if (r != ncclSuccess) return say(err, len, MWN_ERR_BACKEND, ncclWhy("ncclGetUniqueId", r, nullptr));
@@ -103,6 +107,8 @@ int commStart(const unsigned char id[MW_NCCL_UNIQUE_ID_BYTES], int rank, int siz
     }
     int st = checkDevice(device, err, len);
     if (st != MWN_OK) return st;
+    DeviceScope scope(device);
+    if (scope.error() != cudaSuccess) return badDevice(scope, err, len);
     auto c = std::make_shared<Comm>();
     c->device = device;
     c->rank = rank;
@@ -137,6 +143,7 @@ int commReady(mwn_comm* h, char* err, size_t len) {
   return guarded(err, len, [&]() -> int {
     if (!h) return say(err, len, MWN_ERR_ARGUMENT, "comm_ready: NULL communicator");
     Comm& c = *h->comm;
+    DeviceScope scope(c.device);
     std::lock_guard<std::mutex> lock(c.m);
     bool pending = false;
     Failure f = progress(c, pending);
@@ -194,8 +201,8 @@ int opStart(mwn_comm* h, const mwn_op_desc* d, mwn_op** out, char* err, size_t l
   return guarded(err, len, [&]() -> int {
     if (!h || !d || !out) return say(err, len, MWN_ERR_ARGUMENT, "op_start: NULL argument");
     Comm& c = *h->comm;
-    cudaError_t e = cudaSetDevice(c.device);
-    if (e != cudaSuccess) return say(err, len, MWN_ERR_BACKEND, cudaWhy("cudaSetDevice", e));
+    DeviceScope scope(c.device);
+    if (scope.error() != cudaSuccess) return badDevice(scope, err, len);
     if (Failure f = checkBuffers(c, *d)) return say(err, len, f);
     auto op = std::make_shared<OpState>();
     op->desc = *d;
@@ -217,8 +224,8 @@ int opQuery(mwn_op* h, char* err, size_t len) {
   return guarded(err, len, [&]() -> int {
     if (!h) return say(err, len, MWN_ERR_ARGUMENT, "op_query: NULL operation");
     Comm& c = *h->comm;
+    DeviceScope scope(c.device);
     std::lock_guard<std::mutex> lock(c.m);
-    if (!c.aborted) cudaSetDevice(c.device);
     bool pending = false;
     Failure f = query(c, *h->op, pending);
     if (f) return say(err, len, f);
@@ -241,9 +248,9 @@ void commFree(mwn_comm* h) {
   if (!h) return;
   try {
     Comm& c = *h->comm;
+    DeviceScope scope(c.device);
     std::lock_guard<std::mutex> lock(c.m);
     abortComm(c);
-    cudaSetDevice(c.device);
     release(c);
   } catch (...) {
   }
