@@ -154,7 +154,7 @@ cpack_add_component(runtime
   DESCRIPTION "libmultiworld.so.${_mw_major}: the C API, with the Gloo (CPU) backend.")
 cpack_add_component(nccl
   DISPLAY_NAME "multiworld NCCL plugin"
-  DESCRIPTION "The NCCL backend of multiworld, for GPU buffers (needs NCCL and the CUDA runtime)."
+  DESCRIPTION "The NCCL backend of multiworld, for GPU buffers (needs NCCL >= 2.28 and a CUDA driver)."
   DEPENDS runtime)
 cpack_add_component(dev
   DISPLAY_NAME "multiworld development files"

@@ -24,6 +24,9 @@ runtime_deb=libmultiworld$MW_MAJOR
 components=${MW_COMPONENTS//,/;}
 have_tools=0
 [[ ",$MW_COMPONENTS," == *,tools,* ]] && have_tools=1
+have_nccl=0
+[[ ",$MW_COMPONENTS," == *,nccl,* ]] && have_nccl=1
+nccl_deb=libmultiworld$MW_MAJOR-nccl
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # has FILE-LIST PATH...: every PATH is in FILE-LIST (one path a line)
@@ -76,6 +79,7 @@ case $step in
     v=$MW_VERSION
     expected=("$runtime_deb" libmultiworld-dev)
     ((have_tools)) && expected+=(multiworld-tools)
+    ((have_nccl)) && expected+=("$nccl_deb")
     n=$(ls "$MW_WORK"/deb/*.deb | wc -l)
     ((n == ${#expected[@]})) || fail "expected ${#expected[@]} packages (${expected[*]}), got: $(ls "$MW_WORK/deb")"
 
@@ -117,6 +121,20 @@ case $step in
       [[ "$depends" == *libhiredis* ]] || fail "multiworld-tools: no generated shared-library dependencies"
       LD_LIBRARY_PATH=$libdir "$root/$prefix/$MW_BINDIR/multiworld" --help >/dev/null ||
         fail "the unpacked multiworld --help"
+    fi
+    if ((have_nccl)); then
+      deb=$(deb_of "$nccl_deb")
+      files=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
+      echo "$(basename "$deb"):"$'\n'"$files"
+      has "$files" "/$prefix/$MW_LIBDIR/libmultiworld-nccl.so.$MW_MAJOR" "/$prefix/$MW_LIBDIR/libmultiworld-nccl.so.$v"
+      has_not "$files" "/$prefix/$MW_LIBDIR/libmultiworld-nccl.so"
+      depends=$(dpkg-deb -f "$deb" Depends)
+      echo "Depends: $depends"
+      [[ "$depends" == *"$runtime_deb (= $v)"* ]] || fail "$nccl_deb does not depend on $runtime_deb (= $v)"
+      [[ "$depends" == *libnccl2* ]] || fail "$nccl_deb does not depend on libnccl2"
+      # The runtime package stays free of CUDA and NCCL.
+      depends=$(dpkg-deb -f "$(deb_of "$runtime_deb")" Depends)
+      ! grep -Eiq 'cuda|nccl' <<<"$depends" || fail "$runtime_deb depends on CUDA or NCCL: $depends"
     fi
     echo "OK: deb packages as expected"
     ;;
@@ -178,6 +196,7 @@ case $step in
     }
     expected=(multiworld-libs multiworld-devel)
     ((have_tools)) && expected+=(multiworld-tools)
+    ((have_nccl)) && expected+=(multiworld-nccl)
     n=$(ls "$out"/*.rpm | wc -l)
     ((n == ${#expected[@]})) || fail "expected ${#expected[@]} rpms (${expected[*]}), got: $(ls "$out")"
 
@@ -209,6 +228,15 @@ case $step in
       has "$files" "/$prefix/$MW_BINDIR/multiworld"
       rpm -qpR "$f" | grep -q "^libmultiworld\.so\.$MW_MAJOR()" ||
         fail "multiworld-tools does not require libmultiworld.so.$MW_MAJOR"
+    fi
+    if ((have_nccl)); then
+      f=$(rpm_of multiworld-nccl)
+      files=$(rpm -qpl "$f")
+      echo "rpm -qpl $(basename "$f"):"$'\n'"$files"
+      has "$files" "/$prefix/$MW_LIBDIR/libmultiworld-nccl.so.$MW_MAJOR"
+      reqs=$(rpm -qpR "$f")
+      grep -q "^multiworld-libs = $v" <<<"$reqs" || fail "multiworld-nccl does not require multiworld-libs = $v: $reqs"
+      grep -q '^libnccl' <<<"$reqs" || fail "multiworld-nccl does not require libnccl: $reqs"
     fi
     echo "OK: rpm packages as expected"
     ;;
