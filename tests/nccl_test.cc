@@ -149,6 +149,26 @@ TEST(NcclWithoutGpu, MissingPluginIsNamed) {
   EXPECT_EQ(mwtest::waitExit(pid, 120s), 0);
 }
 
+TEST(NcclWithoutGpu, LibraryWithoutTheEntryPointIsRefused) {
+  mwtest::RedisServer redis;
+  pid_t pid = mwtest::spawn([&] {
+    // A real shared library that is not the plugin.
+    setenv("MW_NCCL_PLUGIN", MW_TEST_NOT_A_PLUGIN, 1);
+    MWT_REQUIRE(mw_backend_available(MW_BACKEND_NCCL) == 0);
+    mw_context_t* ctx = mwtest::newContext(redis.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* w = nullptr;
+    mw_status_t s = mw_world_create(ctx, "nccl-wrong", 0, 1, MW_BACKEND_NCCL, 0, 1000, &w);
+    const std::string err = mw_last_error();
+    std::fprintf(stderr, "%s\n", err.c_str());
+    MWT_REQUIRE(s == MW_ERR_UNSUPPORTED);
+    MWT_REQUIRE(err.find("has no mw_nccl_plugin_v1") != std::string::npos);
+    mw_context_free(ctx);
+    return 0;
+  });
+  EXPECT_EQ(mwtest::waitExit(pid, 120s), 0);
+}
+
 #if MW_TEST_HAVE_CUDA
 
 // ------------------------------------------------------------------ GPU
