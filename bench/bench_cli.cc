@@ -8,6 +8,8 @@
 //   mw_bench create [--trials N] [--json FILE]
 //   mw_bench poll [--iters N] [--json FILE] [--redis URL]
 //   mw_bench fanin [--iters N] [--max-senders K] [--json FILE] [--redis URL]
+//   mw_bench nccl [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]
+//                 [--device N] [--redis URL]     (built only with CUDA and NCCL)
 //
 // Byte counts take an optional K, M or G suffix (powers of 1024).
 #include <cerrno>
@@ -48,7 +50,18 @@ const char kUsage[] =
     "  --iters N       64-byte messages per measurement (default 10000)\n"
     "usage: mw_bench fanin [--iters N] [--max-senders K] [--json FILE] [--redis URL]\n"
     "  --iters N       64 KiB messages per sender (default 1000)\n"
-    "  --max-senders K largest sender count of 1, 4, 16, 32 to run (default 32)\n";
+    "  --max-senders K largest sender count of 1, 4, 16, 32 to run (default 32)\n"
+    "usage: mw_bench nccl [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--device N]\n"
+    "                     [--redis URL]\n"
+    "  one GPU, world size 1: multiworld's NCCL world against a raw ncclComm, float32 allreduce and send/recv\n"
+    "  to self; --min-bytes (a multiple of 4) defaults to 4, --max-bytes to 256M, sizes grow by 4x;\n"
+    "  --iters N fixes the operations per round (default: clamp(1G / bytes, 5, 200)); --rounds R (default 5);\n"
+    "  --device N      the CUDA device (default 0)\n"
+    "  Without a usable GPU it says why (also in the JSON) and exits 0.\n"
+#if !MWBENCH_HAVE_NCCL
+    "  Not built here: no CUDA toolkit/NCCL at build time.\n"
+#endif
+    ;
 
 bool parseCount(const std::string& text, bool allow_suffix, std::size_t* out) {
   if (text.empty() || text[0] == '-') return false;
@@ -92,14 +105,21 @@ int mwbench::benchMain(int argc, char** argv) {
   }
   const std::string suite = argv[1];
   if (suite != "p2p" && suite != "faults" && suite != "allreduce" && suite != "create" && suite != "poll" &&
-      suite != "fanin") {
+      suite != "fanin" && suite != "nccl") {
     std::fprintf(stderr, "mw_bench: unknown suite '%s'\n%s", argv[1], kUsage);
     return 2;
   }
+#if !MWBENCH_HAVE_NCCL
+  if (suite == "nccl") {
+    std::fprintf(stderr, "mw_bench nccl: not built: no CUDA toolkit/NCCL at build time\n");
+    return 2;
+  }
+#endif
   const bool faults = suite == "faults";
 
   mwbench::BenchOptions opt;
   bool min_bytes_given = false, trials_given = false;
+  [[maybe_unused]] bool max_bytes_given = false;  // only the nccl suite has its own default
   for (int i = 0; i < argc; ++i) opt.command += (i ? " " : "") + shellQuote(argv[i]);
 
   for (int i = 2; i < argc; ++i) {
@@ -115,8 +135,9 @@ int mwbench::benchMain(int argc, char** argv) {
       return 0;
     }
     bool known = arg == "--json" || arg == "--redis";
-    if (suite == "p2p" || suite == "allreduce") {
-      known = known || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" || arg == "--max-bytes";
+    if (suite == "p2p" || suite == "allreduce" || suite == "nccl") {
+      known = known || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" || arg == "--max-bytes" ||
+              (suite == "nccl" && arg == "--device");
     } else if (suite == "faults") {
       known = known || arg == "--trials";
     } else if (suite == "create") {
@@ -153,11 +174,16 @@ int mwbench::benchMain(int argc, char** argv) {
       min_bytes_given = true;
     } else if (arg == "--max-bytes") {
       good = parseCount(value, true, &opt.max_bytes) && opt.max_bytes > 0;
+      max_bytes_given = true;
     } else if (arg == "--trials") {
       good = parseCount(value, false, &opt.trials) && opt.trials > 0 && opt.trials <= 100000;
       trials_given = true;
     } else if (arg == "--max-senders") {
       good = parseCount(value, false, &opt.max_senders) && opt.max_senders > 0 && opt.max_senders <= 64;
+    } else if (arg == "--device") {
+      std::size_t device = 0;
+      good = parseCount(value, false, &device) && device <= 65535;
+      opt.device = static_cast<int>(device);
     }
     if (!good) {
       std::fprintf(stderr, "mw_bench %s: bad value '%s' for %s\n", suite.c_str(), value.c_str(), arg.c_str());
@@ -174,5 +200,12 @@ int mwbench::benchMain(int argc, char** argv) {
   }
   if (suite == "poll") return mwbench::runPollSuite(opt);
   if (suite == "fanin") return mwbench::runFaninSuite(opt);
+#if MWBENCH_HAVE_NCCL
+  if (suite == "nccl") {
+    if (!min_bytes_given) opt.min_bytes = 4;
+    if (!max_bytes_given) opt.max_bytes = std::size_t{256} << 20;
+    return mwbench::runNcclSuite(opt);
+  }
+#endif
   return faults ? mwbench::runFaultsSuite(opt) : mwbench::runP2pSuite(opt);
 }

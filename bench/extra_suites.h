@@ -1,8 +1,8 @@
-// The allreduce, create, poll and fanin suites. Each forks its own worker
-// processes (and a redis-server when no Redis is given), so call them before
-// this process made any multiworld context or Gloo object. They return 0 on
-// success, 1 when a process failed or a result was wrong, 2 for unusable
-// options; never non-zero because of timings.
+// The allreduce, create, poll, fanin and nccl suites. Each forks its own
+// worker processes or a redis-server (when no Redis is given), so call them
+// before this process made any multiworld context, Gloo object or CUDA
+// call. They return 0 on success, 1 when a process failed or a result was
+// wrong, 2 for unusable options; never non-zero because of timings.
 #pragma once
 
 #include "bench/bench_options.h"
@@ -21,5 +21,10 @@ int runPollSuite(const BenchOptions& opt);
 // One leader, K senders each in its own 2-rank world, against one raw Gloo
 // context of K+1.
 int runFaninSuite(const BenchOptions& opt);
+// OURS mw_allreduce_async / self mw_send_async + mw_recv_async on a size-1
+// NCCL world against the same calls on a raw size-1 ncclComm, one GPU
+// (opt.device); 0 with a "skipped" line (and JSON) when no GPU is usable.
+// Defined only when built with CUDA and NCCL (MWBENCH_HAVE_NCCL).
+int runNcclSuite(const BenchOptions& opt);
 
 }  // namespace mwbench

@@ -263,14 +263,16 @@ std::shared_ptr<gloo::rendezvous::Context> rawGlooContext(int rank, int size, co
 }
 
 bool writeJson(const std::string& path, const std::string& bench, const std::string& command,
-               const std::string& machine, const std::vector<JsonRow>& rows) {
+               const std::string& machine, const std::vector<JsonRow>& rows, const JsonRow& top) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "mw_bench %s: cannot write %s: %s\n", bench.c_str(), path.c_str(), std::strerror(errno));
     return false;
   }
-  std::fprintf(f, "{\"bench\": %s, \"command\": %s, \"machine\": %s, \"rows\": [", jsonString(bench).c_str(),
+  std::fprintf(f, "{\"bench\": %s, \"command\": %s, \"machine\": %s, ", jsonString(bench).c_str(),
                jsonString(command).c_str(), jsonString(machine).c_str());
+  for (const auto& [key, value] : top) std::fprintf(f, "%s: %s, ", jsonString(key).c_str(), value.c_str());
+  std::fprintf(f, "\"rows\": [");
   for (size_t i = 0; i < rows.size(); ++i) {
     std::fprintf(f, "%s\n  {", i ? "," : "");
     for (size_t k = 0; k < rows[i].size(); ++k) {

@@ -87,11 +87,11 @@ class SuiteRedis {
 std::shared_ptr<gloo::rendezvous::Context> rawGlooContext(int rank, int size, const std::string& store_dir,
                                                           int timeout_ms);
 
-// {"bench": ..., "command": ..., "machine": ..., "rows": [...]}; each row is
-// (key, already formatted JSON value) pairs.
+// {"bench": ..., "command": ..., "machine": ..., <top>..., "rows": [...]};
+// each row, and `top`, is (key, already formatted JSON value) pairs.
 using JsonRow = std::vector<std::pair<std::string, std::string>>;
 bool writeJson(const std::string& path, const std::string& bench, const std::string& command,
-               const std::string& machine, const std::vector<JsonRow>& rows);
+               const std::string& machine, const std::vector<JsonRow>& rows, const JsonRow& top = {});
 std::string jnum(double v);
 
 }  // namespace common

@@ -35,7 +35,7 @@ commands:
              --redis URL           (default: $MW_REDIS_URL, else redis://127.0.0.1:6379)
              --namespace NS        key prefix (default mw)
              --watch               refresh every second
-  bench    the benchmarks, ours against raw Gloo in the same run:
+  bench    the benchmarks, ours against raw Gloo or NCCL in the same run:
            multiworld bench <suite> [--json FILE] ...; multiworld bench --help
   version  print the library version
 
