@@ -5,13 +5,20 @@
 // both its sequence number on the pair and its exact byte size: a send and
 // a recv of equal size meet on the same slot and the payload flows as soon
 // as both are issued; a send and a recv of different sizes never meet.
-// Each side also announces its size (16 bytes on a FIFO slot), so on a
-// mismatch the sender feeds the receiver's slot a filler and the receiver
-// drains the sender's slot: every slot carries exactly one message, both
-// requests fail with InvalidArgument, and the world stays usable.
 //
-// Everything a peer waits for is posted at issue time, never by the worker,
-// so two workers each running a recv can never wait on each other.
+// One message is two transfers, both posted at issue: the payload, then a
+// 16-byte header naming its size on a FIFO slot. The receiver waits for the
+// header (which travels right behind the payload, so one wake-up usually
+// finds both) and so learns of a mismatch. Then it sends the sender a NACK
+// naming its own size, drains the sender's payload into scratch, and waits
+// for the filler that the sender, on seeing the NACK, puts on the
+// receiver's slot: every slot carries exactly one message, both requests
+// fail with InvalidArgument, and the world stays usable. The NACK is sent
+// before the drain is posted, so by the time the sender's payload has gone
+// out the NACK, if any, has arrived; the matching case never sends one.
+//
+// Everything a peer waits for is posted at issue time, never by a lane, so
+// two lanes each running a recv can never wait on each other.
 #pragma once
 
 #include <condition_variable>
@@ -28,9 +35,23 @@ namespace mw {
 // Bytes one send or recv may move: the size must fit in the slot.
 constexpr uint64_t kMaxP2pBytes = (uint64_t{1} << 36) - 1;
 
-// `seq` counts this pair's messages in one direction, from 0, in issue order.
-std::unique_ptr<PendingOp> postGlooSend(GlooLink& link, const void* buf, size_t bytes, int dst, uint64_t seq);
-std::unique_ptr<PendingOp> postGlooRecv(GlooLink& link, void* buf, size_t bytes, int src, uint64_t seq);
+// The point-to-point state of one world on this rank: per peer, message
+// counts in each direction and the NACK receive that stays posted.
+class GlooP2p {
+ public:
+  explicit GlooP2p(GlooLink& link);
+  ~GlooP2p();
+
+  // On the issuing thread, in issue order.
+  std::unique_ptr<PendingOp> postSend(const void* buf, size_t bytes, int dst);
+  std::unique_ptr<PendingOp> postRecv(void* buf, size_t bytes, int src);
+
+  struct Peer;
+
+ private:
+  GlooLink& link_;
+  std::vector<std::shared_ptr<Peer>> peers_;  // by rank; null for this rank
+};
 
 // Send and recv to this process's own rank: Gloo has no pair to self.
 // Matching happens at issue time so a send and a recv issued in either
