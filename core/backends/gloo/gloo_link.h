@@ -18,7 +18,6 @@ namespace mw {
 // Slot prefixes of our point-to-point protocol; Gloo's collectives use
 // 0x01..0x08 (gloo/types.h).
 constexpr uint8_t kHeaderSlot = 0x40;
-constexpr uint8_t kNackSlot = 0x41;
 constexpr uint8_t kDataSlot = 0x42;
 constexpr uint8_t kSentinelSlot = 0x43;
 

@@ -9,235 +9,223 @@ namespace mw {
 namespace {
 
 constexpr uint32_t kHeaderMagic = 0x6d776864;  // "mwhd"
-constexpr uint32_t kNackMagic = 0x6d776e6b;    // "mwnk"
 
-// A header (sender to receiver: the size of the payload it sent) or a NACK
-// (receiver to sender: the size the receiver expected instead).
-struct Control {
-  uint32_t magic = 0;
-  uint32_t seq = 0;  // low bits of the message's sequence number
-  uint64_t bytes = 0;
+// What precedes every message on the header slot.
+struct Header {
+  uint32_t magic = kHeaderMagic;
+  uint32_t seq = 0;    // low bits of the message's sequence number
+  uint64_t bytes = 0;  // the sender's size; the payload follows when eager
 };
-static_assert(sizeof(Control) == 16, "one control message is 16 bytes on the wire");
+static_assert(sizeof(Header) == 16, "the header is 16 bytes on the wire");
+constexpr size_t kHeaderRoom = sizeof(Header) + kEagerBytes;
 
-Control control(uint32_t magic, uint64_t seq, uint64_t bytes) {
-  Control c;
-  c.magic = magic;
-  c.seq = static_cast<uint32_t>(seq);
-  c.bytes = bytes;
-  return c;
-}
+bool eager(uint64_t bytes) { return bytes <= kEagerBytes; }
 
-void checkControl(const Control& c, uint32_t magic, int peer) {
-  if (c.magic != magic || c.bytes > kMaxP2pBytes) {
-    throw TransportError(std::string("corrupt point-to-point ") + (magic == kHeaderMagic ? "header" : "NACK") +
-                             " from rank " + std::to_string(peer),
-                         peer);
-  }
-}
-
-uint64_t fixedSlot(uint8_t prefix) { return gloo::Slot::build(prefix, 0); }
+uint64_t headerSlot() { return gloo::Slot::build(kHeaderSlot, 0); }
 
 // Prefix byte, 20 bits of sequence number, 36 bits of size.
 uint64_t dataSlot(uint64_t seq, uint64_t bytes) {
   return (uint64_t{kDataSlot} << 56) | ((seq & 0xFFFFF) << 36) | (bytes & kMaxP2pBytes);
 }
 
-std::string mismatch(const char* self, size_t mine, const char* other, size_t theirs, int peer) {
-  return std::string(self) + " of " + std::to_string(mine) + " bytes met a " + other + " of " +
-         std::to_string(theirs) + " bytes on rank " + std::to_string(peer);
-}
+class GlooSend : public PendingOp {
+ public:
+  GlooSend(GlooLink& link, const void* buf, size_t bytes, int dst, uint64_t seq)
+      : link_(link), dst_(dst) {
+    Header h;
+    h.seq = static_cast<uint32_t>(seq);
+    h.bytes = bytes;
+    const size_t carried = eager(bytes) ? bytes : 0;
+    const size_t size = sizeof h + carried;
+    staging_.reset(new char[size]);  // not zeroed: every byte is written
+    std::memcpy(staging_.get(), &h, sizeof h);
+    if (carried > 0) std::memcpy(staging_.get() + sizeof h, buf, carried);
+    head_ = link_.buffer(staging_.get(), size);
+    if (!eager(bytes)) data_ = link_.buffer(const_cast<void*>(buf), bytes);
+    try {
+      head_->send(dst_, headerSlot(), 0, size);
+      if (data_) data_->send(dst_, dataSlot(seq, bytes), 0, bytes);
+    } catch (const std::exception& e) {
+      link_.rethrow(e, dst_);
+    }
+  }
+
+  bool finished(OpResult& r) override {
+    try {
+      if (!head_sent_) head_sent_ = head_->takeSend();
+      if (head_sent_ && data_ && !data_sent_) data_sent_ = data_->takeSend();
+    } catch (const std::exception& e) {
+      link_.rethrow(e, dst_);
+    }
+    if (!head_sent_ || (data_ && !data_sent_)) return false;
+    r = {};
+    return true;
+  }
+
+  OpResult run(Deadline d) override {
+    if (!head_sent_) link_.waitSend(*head_, dst_, d);
+    if (data_ && !data_sent_) link_.waitSend(*data_, dst_, d);
+    return {};
+  }
+
+ private:
+  GlooLink& link_;
+  const int dst_;
+  std::unique_ptr<char[]> staging_;  // header, and the payload when eager
+  std::unique_ptr<GlooBuffer> head_, data_;
+  bool head_sent_ = false, data_sent_ = false;
+};
+
+class GlooRecv;
 
 }  // namespace
 
-struct GlooP2p::Peer {
-  uint64_t sent = 0, received = 0;  // messages issued; on the issuing thread only
-
-  // The NACK receive from this peer, shared by the sends to it: whichever
-  // checks first takes the NACK, and keeps it for the send it names.
-  std::mutex m;
-  Control nack;
-  std::unique_ptr<GlooBuffer> nack_buffer;
-  bool nack_held = false;  // `nack` arrived and has not been claimed yet
-
-  // True, with the receiver's size, when the peer NACKed message `seq`;
-  // the NACK receive is then posted again.
-  bool takeNack(GlooLink& link, int peer, uint64_t seq, uint64_t* theirs) {
-    std::lock_guard<std::mutex> lock(m);
-    try {
-      if (!nack_held) nack_held = nack_buffer->takeRecv();
-    } catch (const std::exception& e) {
-      link.rethrow(e, peer);
-    }
-    if (!nack_held) return false;
-    checkControl(nack, kNackMagic, peer);
-    // At most one NACK is in flight per direction (the receiver sends the
-    // next only after this one's filler); one for a later message waits.
-    if (nack.seq != static_cast<uint32_t>(seq)) return false;
-    *theirs = nack.bytes;
-    nack_held = false;
-    try {
-      nack_buffer->recv(peer, fixedSlot(kNackSlot), 0, sizeof nack);
-    } catch (const std::exception& e) {
-      link.rethrow(e, peer);
-    }
-    return true;
+// The receives from one peer whose header has not been taken yet, in issue
+// order (the order their headers arrive in).
+class GlooP2p::Inbox {
+ public:
+  void add(GlooRecv* r) {
+    std::lock_guard<std::mutex> lock(m_);
+    waiting_.push_back(r);
   }
+  void forget(GlooRecv* r) {
+    std::lock_guard<std::mutex> lock(m_);
+    waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), r), waiting_.end());
+  }
+  // Takes every header that has arrived and posts the receive its payload
+  // calls for. Throws TransportError.
+  void advance();
+  std::mutex& mutex() { return m_; }
+
+ private:
+  std::mutex m_;
+  std::deque<GlooRecv*> waiting_;
 };
 
 namespace {
 
-class GlooSend : public PendingOp {
- public:
-  GlooSend(GlooLink& link, std::shared_ptr<GlooP2p::Peer> peer, const void* buf, size_t bytes, int dst)
-      : link_(link), peer_(std::move(peer)), bytes_(bytes), dst_(dst), seq_(peer_->sent++) {
-    header_ = control(kHeaderMagic, seq_, bytes_);
-    data_ = link_.buffer(const_cast<void*>(buf), bytes);
-    head_ = link_.buffer(&header_, sizeof header_);
-    try {
-      // Payload first, so that the header the receiver waits for finds it
-      // already there.
-      data_->send(dst_, dataSlot(seq_, bytes_), 0, bytes_);
-      head_->send(dst_, fixedSlot(kHeaderSlot), 0, sizeof header_);
-    } catch (const std::exception& e) {
-      link_.rethrow(e, dst_);
-    }
-  }
-
-  bool finished(OpResult& r) override {
-    if (!takeSent() || nacked()) return false;
-    r = {};
-    return true;
-  }
-
-  OpResult run(Deadline d) override {
-    if (!data_sent_) link_.waitSend(*data_, dst_, d);
-    data_sent_ = true;
-    if (!head_sent_) link_.waitSend(*head_, dst_, d);
-    head_sent_ = true;
-    if (!nacked()) return {};
-    // The receiver waits on the slot of its own size: feed it.
-    std::vector<char> filler(theirs_, 0);
-    auto feed = link_.buffer(filler.data(), filler.size());
-    try {
-      feed->send(dst_, dataSlot(seq_, theirs_), 0, filler.size());
-    } catch (const std::exception& e) {
-      link_.rethrow(e, dst_);
-    }
-    link_.waitSend(*feed, dst_, d);
-    return {Status::InvalidArgument, mismatch("send", bytes_, "recv", theirs_, dst_)};
-  }
-
- private:
-  bool takeSent() {
-    try {
-      if (!data_sent_) data_sent_ = data_->takeSend();
-      if (data_sent_ && !head_sent_) head_sent_ = head_->takeSend();
-    } catch (const std::exception& e) {
-      link_.rethrow(e, dst_);
-    }
-    return data_sent_ && head_sent_;
-  }
-
-  // Only once the payload has gone: a receiver that NACKs does so before
-  // it drains the payload, so the NACK has arrived by then.
-  bool nacked() {
-    if (!nack_checked_) nacked_ = peer_->takeNack(link_, dst_, seq_, &theirs_);
-    nack_checked_ = true;
-    return nacked_;
-  }
-
-  GlooLink& link_;
-  const std::shared_ptr<GlooP2p::Peer> peer_;
-  const size_t bytes_;
-  const int dst_;
-  const uint64_t seq_;
-  Control header_;
-  std::unique_ptr<GlooBuffer> data_, head_;
-  bool data_sent_ = false, head_sent_ = false;
-  bool nack_checked_ = false, nacked_ = false;
-  uint64_t theirs_ = 0;
-};
-
 class GlooRecv : public PendingOp {
  public:
-  GlooRecv(GlooLink& link, std::shared_ptr<GlooP2p::Peer> peer, void* buf, size_t bytes, int src)
-      : link_(link), peer_(std::move(peer)), bytes_(bytes), src_(src), seq_(peer_->received++) {
-    data_ = link_.buffer(buf, bytes);
-    head_ = link_.buffer(&theirs_, sizeof theirs_);
+  GlooRecv(GlooLink& link, std::shared_ptr<GlooP2p::Inbox> inbox, void* buf, size_t bytes, int src, uint64_t seq)
+      : link_(link), inbox_(std::move(inbox)), buf_(buf), bytes_(bytes), src_(src), seq_(seq),
+        staging_(new char[kHeaderRoom]) {
+    head_ = link_.buffer(staging_.get(), kHeaderRoom);
     try {
-      // In the sender's order, so that a sender that was first writes the
-      // payload before the header here too.
-      data_->recv(src_, dataSlot(seq_, bytes_), 0, bytes_);
-      head_->recv(src_, fixedSlot(kHeaderSlot), 0, sizeof theirs_);
+      head_->recv(src_, headerSlot(), 0, kHeaderRoom);
     } catch (const std::exception& e) {
       link_.rethrow(e, src_);
     }
+    inbox_->add(this);
   }
 
+  ~GlooRecv() override { inbox_->forget(this); }
+
   bool finished(OpResult& r) override {
-    try {
-      if (!head_done_) head_done_ = head_->takeRecv();
-      if (!head_done_) return false;
-      checkHeader();
-      if (theirs_.bytes != bytes_) return false;
-      if (!data_done_) data_done_ = data_->takeRecv();
-    } catch (const TransportError&) {
-      throw;
-    } catch (const std::exception& e) {
-      link_.rethrow(e, src_);
+    inbox_->advance();
+    if (!admitted()) return false;
+    if (!eager(h_.bytes)) {
+      try {
+        if (!data_->takeRecv()) return false;
+      } catch (const std::exception& e) {
+        link_.rethrow(e, src_);
+      }
+      data_done_ = true;
     }
-    if (!data_done_) return false;
-    r = {};
+    r = result();
     return true;
   }
 
   OpResult run(Deadline d) override {
-    if (!head_done_) link_.waitRecv(*head_, src_, d);
-    head_done_ = true;
-    checkHeader();
-    if (theirs_.bytes == bytes_) {
-      if (!data_done_) link_.waitRecv(*data_, src_, d);
-      data_done_ = true;
-      return {};
+    inbox_->advance();
+    if (!admitted()) {
+      link_.waitRecv(*head_, src_, d);
+      {
+        std::lock_guard<std::mutex> lock(inbox_->mutex());
+        head_in_ = true;
+      }
+      inbox_->advance();  // admits this receive and those whose headers came along
     }
-    // Tell the sender, and only then take its payload away: the sender
-    // looks for the NACK once its payload has gone.
-    Control nack = control(kNackMagic, seq_, bytes_);
-    auto told = link_.buffer(&nack, sizeof nack);
-    std::vector<char> sink(theirs_.bytes);
-    auto drain = link_.buffer(sink.data(), sink.size());
-    try {
-      told->send(src_, fixedSlot(kNackSlot), 0, sizeof nack);
-      link_.waitSend(*told, src_, d);
-      drain->recv(src_, dataSlot(seq_, theirs_.bytes), 0, sink.size());
-    } catch (const TransportError&) {
-      throw;
-    } catch (const std::exception& e) {
-      link_.rethrow(e, src_);
+    if (!eager(h_.bytes) && !data_done_) link_.waitRecv(*data_, src_, d);
+    data_done_ = true;
+    return result();
+  }
+
+  // Under the inbox's lock: takes the header if it has arrived and posts
+  // the receive for a payload that follows it. False while it is out.
+  bool admit() {
+    if (!head_in_) {
+      try {
+        head_in_ = head_->takeRecv();
+      } catch (const std::exception& e) {
+        link_.rethrow(e, src_);
+      }
+      if (!head_in_) return false;
     }
-    link_.waitRecv(*drain, src_, d);
-    link_.waitRecv(*data_, src_, d);  // the sender's filler
-    return {Status::InvalidArgument, mismatch("recv", bytes_, "send", theirs_.bytes, src_)};
+    std::memcpy(&h_, staging_.get(), sizeof h_);
+    if (h_.magic != kHeaderMagic || h_.bytes > kMaxP2pBytes) {
+      throw TransportError("corrupt point-to-point header from rank " + std::to_string(src_), src_);
+    }
+    if (h_.seq != static_cast<uint32_t>(seq_)) {
+      throw TransportError("point-to-point header out of order from rank " + std::to_string(src_), src_);
+    }
+    if (!eager(h_.bytes)) {
+      // Into the caller's buffer when the sizes agree, else into scratch:
+      // the payload must leave its slot either way.
+      void* into = buf_;
+      if (h_.bytes != bytes_) {
+        sink_.reset(new char[h_.bytes]);
+        into = sink_.get();
+      }
+      data_ = link_.buffer(into, h_.bytes);
+      try {
+        data_->recv(src_, dataSlot(seq_, h_.bytes), 0, h_.bytes);
+      } catch (const std::exception& e) {
+        link_.rethrow(e, src_);
+      }
+    }
+    admitted_ = true;
+    return true;
   }
 
  private:
-  void checkHeader() const {
-    checkControl(theirs_, kHeaderMagic, src_);
-    if (theirs_.seq != static_cast<uint32_t>(seq_)) {
-      throw TransportError("point-to-point header out of order from rank " + std::to_string(src_), src_);
+  bool admitted() {
+    std::lock_guard<std::mutex> lock(inbox_->mutex());
+    return admitted_;
+  }
+
+  // Once admitted and, for a large message, its payload has arrived.
+  OpResult result() {
+    if (h_.bytes != bytes_) {
+      return {Status::InvalidArgument, "recv of " + std::to_string(bytes_) + " bytes met a send of " +
+                                           std::to_string(h_.bytes) + " bytes on rank " + std::to_string(src_)};
     }
+    if (eager(h_.bytes) && h_.bytes > 0) std::memcpy(buf_, staging_.get() + sizeof h_, h_.bytes);
+    return {};
   }
 
   GlooLink& link_;
-  const std::shared_ptr<GlooP2p::Peer> peer_;
+  const std::shared_ptr<GlooP2p::Inbox> inbox_;
+  void* const buf_;
   const size_t bytes_;
   const int src_;
   const uint64_t seq_;
-  Control theirs_;
-  std::unique_ptr<GlooBuffer> data_, head_;
-  bool head_done_ = false, data_done_ = false;
+  std::unique_ptr<char[]> staging_;  // the header, and an eager payload
+  std::unique_ptr<char[]> sink_;     // a mismatched large payload
+  std::unique_ptr<GlooBuffer> head_, data_;
+  // Under the inbox's lock until admitted, then the lane's.
+  bool head_in_ = false, admitted_ = false;
+  Header h_;
+  bool data_done_ = false;
 };
+
+}  // namespace
+
+void GlooP2p::Inbox::advance() {
+  std::lock_guard<std::mutex> lock(m_);
+  while (!waiting_.empty() && waiting_.front()->admit()) waiting_.pop_front();
+}
+
+namespace {
 
 class Done : public PendingOp {
  public:
@@ -254,24 +242,22 @@ class Done : public PendingOp {
 
 }  // namespace
 
-GlooP2p::GlooP2p(GlooLink& link) : link_(link), peers_(static_cast<size_t>(link.size())) {
-  for (int rank = 0; rank < link_.size(); ++rank) {
-    if (rank == link_.rank()) continue;
-    auto peer = std::make_shared<Peer>();
-    peer->nack_buffer = link_.buffer(&peer->nack, sizeof peer->nack);
-    peer->nack_buffer->recv(rank, fixedSlot(kNackSlot), 0, sizeof peer->nack);
-    peers_[static_cast<size_t>(rank)] = std::move(peer);
-  }
+GlooP2p::GlooP2p(GlooLink& link)
+    : link_(link),
+      sent_to_(static_cast<size_t>(link.size()), 0),
+      received_from_(static_cast<size_t>(link.size()), 0) {
+  for (int rank = 0; rank < link.size(); ++rank) inboxes_.push_back(std::make_shared<Inbox>());
 }
 
 GlooP2p::~GlooP2p() = default;
 
 std::unique_ptr<PendingOp> GlooP2p::postSend(const void* buf, size_t bytes, int dst) {
-  return std::make_unique<GlooSend>(link_, peers_.at(static_cast<size_t>(dst)), buf, bytes, dst);
+  return std::make_unique<GlooSend>(link_, buf, bytes, dst, sent_to_.at(static_cast<size_t>(dst))++);
 }
 
 std::unique_ptr<PendingOp> GlooP2p::postRecv(void* buf, size_t bytes, int src) {
-  return std::make_unique<GlooRecv>(link_, peers_.at(static_cast<size_t>(src)), buf, bytes, src);
+  const auto peer = static_cast<size_t>(src);
+  return std::make_unique<GlooRecv>(link_, inboxes_.at(peer), buf, bytes, src, received_from_.at(peer)++);
 }
 
 struct SelfChannel::Slot {

@@ -1,24 +1,25 @@
 // Point-to-point over Gloo with sizes checked before any payload can land.
 //
 // Gloo's TCP transport terminates the process when a payload is larger than
-// the posted receive, so a payload only ever travels on a slot that names
-// both its sequence number on the pair and its exact byte size: a send and
-// a recv of equal size meet on the same slot and the payload flows as soon
-// as both are issued; a send and a recv of different sizes never meet.
+// the posted receive (a smaller one it takes), so every message starts with
+// one transfer on a FIFO slot whose receive is always kHeaderRoom bytes: a
+// 16-byte header naming the sender's size, followed, for a message of at
+// most kEagerBytes, by the payload itself (copied through a staging buffer
+// on both sides; one transfer per message, like raw Gloo). A larger payload
+// follows zero-copy on a slot that names its sequence number on the pair and
+// its exact size, and the receiver posts that receive into the caller's
+// buffer only once the header showed that the sizes agree. Headers arrive
+// as soon as both sides issued, so the receive lane, whenever it looks,
+// posts the data receives of every queued receive whose header is in:
+// large messages stream with as many payloads in flight as are issued.
 //
-// One message is two transfers, both posted at issue: the payload, then a
-// 16-byte header naming its size on a FIFO slot. The receiver waits for the
-// header (which travels right behind the payload, so one wake-up usually
-// finds both) and so learns of a mismatch. Then it sends the sender a NACK
-// naming its own size, drains the sender's payload into scratch, and waits
-// for the filler that the sender, on seeing the NACK, puts on the
-// receiver's slot: every slot carries exactly one message, both requests
-// fail with InvalidArgument, and the world stays usable. The NACK is sent
-// before the drain is posted, so by the time the sender's payload has gone
-// out the NACK, if any, has arrived; the matching case never sends one.
+// On a mismatch the receiver drains a large payload into scratch: every slot
+// carries exactly one message, the recv fails with InvalidArgument naming
+// both sizes, the send succeeds (as in MPI), and the world stays usable.
 //
-// Everything a peer waits for is posted at issue time, never by a lane, so
-// two lanes each running a recv can never wait on each other.
+// Everything a receiver waits for is posted by the sender at issue time and
+// written by Gloo's own thread, so a receive lane never waits on a lane of
+// the peer.
 #pragma once
 
 #include <condition_variable>
@@ -34,9 +35,12 @@ namespace mw {
 
 // Bytes one send or recv may move: the size must fit in the slot.
 constexpr uint64_t kMaxP2pBytes = (uint64_t{1} << 36) - 1;
+// Messages up to this size travel inside their header transfer. Every
+// posted receive holds a staging buffer of this size plus the header.
+constexpr size_t kEagerBytes = 64 << 10;
 
-// The point-to-point state of one world on this rank: per peer, message
-// counts in each direction and the NACK receive that stays posted.
+// The point-to-point state of one world on this rank: per peer, the
+// messages issued in each direction and the receives whose header is out.
 class GlooP2p {
  public:
   explicit GlooP2p(GlooLink& link);
@@ -46,11 +50,12 @@ class GlooP2p {
   std::unique_ptr<PendingOp> postSend(const void* buf, size_t bytes, int dst);
   std::unique_ptr<PendingOp> postRecv(void* buf, size_t bytes, int src);
 
-  struct Peer;
+  class Inbox;
 
  private:
   GlooLink& link_;
-  std::vector<std::shared_ptr<Peer>> peers_;  // by rank; null for this rank
+  std::vector<uint64_t> sent_to_, received_from_;
+  std::vector<std::shared_ptr<Inbox>> inboxes_;  // by source rank
 };
 
 // Send and recv to this process's own rank: Gloo has no pair to self.
