@@ -228,9 +228,26 @@ void World::laneMain(Lane& lane) {
 
 void World::runItem(Item& item) {
   {
-    std::lock_guard<std::mutex> lock(m_);
+    std::unique_lock<std::mutex> lock(m_);
     if (state_ != WorldState::Ready) {
       Status s = failureStatus();
+      // What already arrived before a peer left or failed is delivered: a
+      // member that leaves after its last send must not fail that send's
+      // receive here just because this lane had not got to it yet.
+      if (s == Status::WorldBroken) {
+        lock.unlock();
+        OpResult done;
+        bool finished = false;
+        try {
+          finished = item.op->finished(done);
+        } catch (const std::exception&) {
+        }
+        if (finished) {
+          item.request->complete(done.status, done.detail);
+          return;
+        }
+        lock.lock();
+      }
       item.request->complete(s, "world '" + id_.name + "' " +
                                     (s == Status::Cancelled ? "was destroyed" : "is broken: " + broken_detail_));
       return;

@@ -23,7 +23,8 @@ class GlooBuffer : public gloo::transport::tcp::UnboundBuffer {
       : gloo::transport::tcp::UnboundBuffer(ctx, ptr, size) {}
 
   // Consumes one finished recv (send) when there is one, as waitRecv
-  // (waitSend) would have; false when none has finished. Throws Gloo's
+  // (waitSend) would have; false when none has finished. A transfer that
+  // finished before its pair failed still counts; otherwise throws Gloo's
   // error when the pair failed. The buffer's mutex orders the payload the
   // device thread wrote before the caller reads it.
   bool takeRecv() { return take(recvCompletions_); }
@@ -32,8 +33,10 @@ class GlooBuffer : public gloo::transport::tcp::UnboundBuffer {
  private:
   bool take(int& completions) {
     std::lock_guard<std::mutex> lock(m_);
-    throwIfException();
-    if (completions == 0) return false;
+    if (completions == 0) {
+      throwIfException();
+      return false;
+    }
     --completions;
     return true;
   }
