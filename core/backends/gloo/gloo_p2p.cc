@@ -28,16 +28,46 @@ uint64_t dataSlot(uint64_t seq, uint64_t bytes) {
   return (uint64_t{kDataSlot} << 56) | ((seq & 0xFFFFF) << 36) | (bytes & kMaxP2pBytes);
 }
 
+}  // namespace
+
+// Staging buffers of kHeaderRoom bytes, kept for reuse: a fresh one costs
+// its pages' faults on every message, more than the copy through it.
+class GlooP2p::StagingPool {
+ public:
+  std::unique_ptr<char[]> take() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (!free_.empty()) {
+        std::unique_ptr<char[]> b = std::move(free_.back());
+        free_.pop_back();
+        return b;
+      }
+    }
+    return std::unique_ptr<char[]>(new char[kHeaderRoom]);  // not zeroed: only what arrived is read
+  }
+  void give(std::unique_ptr<char[]> b) {
+    std::lock_guard<std::mutex> lock(m_);
+    if (b && free_.size() < kKept) free_.push_back(std::move(b));
+  }
+
+ private:
+  static constexpr size_t kKept = 16;  // per world: at most 1 MiB idle
+  std::mutex m_;
+  std::vector<std::unique_ptr<char[]>> free_;
+};
+
+namespace {
+
 class GlooSend : public PendingOp {
  public:
-  GlooSend(GlooLink& link, const void* buf, size_t bytes, int dst, uint64_t seq)
-      : link_(link), dst_(dst) {
+  GlooSend(GlooLink& link, std::shared_ptr<GlooP2p::StagingPool> pool, const void* buf, size_t bytes, int dst,
+           uint64_t seq)
+      : link_(link), pool_(std::move(pool)), dst_(dst), staging_(pool_->take()) {
     Header h;
     h.seq = static_cast<uint32_t>(seq);
     h.bytes = bytes;
     const size_t carried = eager(bytes) ? bytes : 0;
     const size_t size = sizeof h + carried;
-    staging_.reset(new char[size]);  // not zeroed: every byte is written
     std::memcpy(staging_.get(), &h, sizeof h);
     if (carried > 0) std::memcpy(staging_.get() + sizeof h, buf, carried);
     head_ = link_.buffer(staging_.get(), size);
@@ -68,8 +98,14 @@ class GlooSend : public PendingOp {
     return {};
   }
 
+  ~GlooSend() override {
+    head_.reset();  // Gloo no longer reads the staging buffer after this
+    pool_->give(std::move(staging_));
+  }
+
  private:
   GlooLink& link_;
+  const std::shared_ptr<GlooP2p::StagingPool> pool_;
   const int dst_;
   std::unique_ptr<char[]> staging_;  // header, and the payload when eager
   std::unique_ptr<GlooBuffer> head_, data_;
@@ -106,9 +142,10 @@ namespace {
 
 class GlooRecv : public PendingOp {
  public:
-  GlooRecv(GlooLink& link, std::shared_ptr<GlooP2p::Inbox> inbox, void* buf, size_t bytes, int src, uint64_t seq)
-      : link_(link), inbox_(std::move(inbox)), buf_(buf), bytes_(bytes), src_(src), seq_(seq),
-        staging_(new char[kHeaderRoom]) {
+  GlooRecv(GlooLink& link, std::shared_ptr<GlooP2p::Inbox> inbox, std::shared_ptr<GlooP2p::StagingPool> pool,
+           void* buf, size_t bytes, int src, uint64_t seq)
+      : link_(link), inbox_(std::move(inbox)), pool_(std::move(pool)), buf_(buf), bytes_(bytes), src_(src),
+        seq_(seq), staging_(pool_->take()) {
     head_ = link_.buffer(staging_.get(), kHeaderRoom);
     try {
       head_->recv(src_, headerSlot(), 0, kHeaderRoom);
@@ -118,7 +155,11 @@ class GlooRecv : public PendingOp {
     inbox_->add(this);
   }
 
-  ~GlooRecv() override { inbox_->forget(this); }
+  ~GlooRecv() override {
+    inbox_->forget(this);
+    head_.reset();  // Gloo no longer writes the staging buffer after this
+    pool_->give(std::move(staging_));
+  }
 
   bool finished(OpResult& r) override {
     inbox_->advance();
@@ -205,6 +246,7 @@ class GlooRecv : public PendingOp {
 
   GlooLink& link_;
   const std::shared_ptr<GlooP2p::Inbox> inbox_;
+  const std::shared_ptr<GlooP2p::StagingPool> pool_;
   void* const buf_;
   const size_t bytes_;
   const int src_;
@@ -247,17 +289,18 @@ GlooP2p::GlooP2p(GlooLink& link)
       sent_to_(static_cast<size_t>(link.size()), 0),
       received_from_(static_cast<size_t>(link.size()), 0) {
   for (int rank = 0; rank < link.size(); ++rank) inboxes_.push_back(std::make_shared<Inbox>());
+  staging_ = std::make_shared<StagingPool>();
 }
 
 GlooP2p::~GlooP2p() = default;
 
 std::unique_ptr<PendingOp> GlooP2p::postSend(const void* buf, size_t bytes, int dst) {
-  return std::make_unique<GlooSend>(link_, buf, bytes, dst, sent_to_.at(static_cast<size_t>(dst))++);
+  return std::make_unique<GlooSend>(link_, staging_, buf, bytes, dst, sent_to_.at(static_cast<size_t>(dst))++);
 }
 
 std::unique_ptr<PendingOp> GlooP2p::postRecv(void* buf, size_t bytes, int src) {
   const auto peer = static_cast<size_t>(src);
-  return std::make_unique<GlooRecv>(link_, inboxes_.at(peer), buf, bytes, src, received_from_.at(peer)++);
+  return std::make_unique<GlooRecv>(link_, inboxes_.at(peer), staging_, buf, bytes, src, received_from_.at(peer)++);
 }
 
 struct SelfChannel::Slot {

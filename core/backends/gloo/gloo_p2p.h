@@ -51,11 +51,13 @@ class GlooP2p {
   std::unique_ptr<PendingOp> postRecv(void* buf, size_t bytes, int src);
 
   class Inbox;
+  class StagingPool;
 
  private:
   GlooLink& link_;
   std::vector<uint64_t> sent_to_, received_from_;
   std::vector<std::shared_ptr<Inbox>> inboxes_;  // by source rank
+  std::shared_ptr<StagingPool> staging_;
 };
 
 // Send and recv to this process's own rank: Gloo has no pair to self.
