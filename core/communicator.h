@@ -37,6 +37,15 @@ class PendingOp {
   // Blocks until the operation is done or `deadline` passed. Throws
   // TransportError on transport failure or when the deadline passed.
   virtual OpResult run(Deadline deadline) = 0;
+
+  // On the issuing thread, right after post(), and only while nothing issued
+  // earlier on the same lane is pending: true, with the result, when the
+  // operation has already finished, so it completes without a lane hand-off.
+  // Never blocks; throws TransportError like run(). After false, run() runs.
+  virtual bool finished(OpResult& result) {
+    (void)result;
+    return false;
+  }
 };
 
 class Communicator {

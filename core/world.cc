@@ -77,6 +77,31 @@ Request* World::submit(const OpDesc& op) {
     throw Error(Status::WorldBroken, "world '" + id_.name + "' is broken: " + e.what());
   }
   Request* r = Request::create(shared_from_this(), owner_.completions());
+  // An operation that already finished while it was posted (a send whose
+  // receive was waiting) completes here, without waking a lane, unless an
+  // earlier one of its lane is still pending: those complete in issue order.
+  // The issue lock keeps the lane from taking new work meanwhile.
+  bool lane_idle;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    Lane& lane = laneFor(op);
+    lane_idle = lane.queue.empty() && !lane.running;
+  }
+  if (lane_idle) {
+    OpResult done;
+    bool finished = false;
+    try {
+      finished = pending->finished(done);
+    } catch (const TransportError& e) {
+      breakWorld(e.peerRank(), e.what(), true);
+      r->complete(Status::WorldBroken, "world '" + id_.name + "' is broken: " + e.what());
+      return r;
+    }
+    if (finished) {
+      r->complete(done.status, done.detail);
+      return r;
+    }
+  }
   bool main_lane;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -177,6 +202,7 @@ void World::laneMain(Lane& lane) {
       if (!lane.queue.empty()) {
         item = std::move(lane.queue.front());
         lane.queue.pop_front();
+        lane.running = true;
       } else if (stopping_) {
         lane.exited = true;
         lane_exited_.notify_all();
@@ -187,6 +213,9 @@ void World::laneMain(Lane& lane) {
     }
     if (item.request) {
       runItem(item);
+      item = Item{};  // the operation's buffers go before the lane counts as idle
+      std::lock_guard<std::mutex> lock(m_);
+      lane.running = false;
     } else if (idle_in_backend) {
       try {
         comm_->idleWait();
@@ -199,9 +228,26 @@ void World::laneMain(Lane& lane) {
 
 void World::runItem(Item& item) {
   {
-    std::lock_guard<std::mutex> lock(m_);
+    std::unique_lock<std::mutex> lock(m_);
     if (state_ != WorldState::Ready) {
       Status s = failureStatus();
+      // What already arrived before a peer left or failed is delivered: a
+      // member that leaves after its last send must not fail that send's
+      // receive here just because this lane had not got to it yet.
+      if (s == Status::WorldBroken) {
+        lock.unlock();
+        OpResult done;
+        bool finished = false;
+        try {
+          finished = item.op->finished(done);
+        } catch (const std::exception&) {
+        }
+        if (finished) {
+          item.request->complete(done.status, done.detail);
+          return;
+        }
+        lock.lock();
+      }
       item.request->complete(s, "world '" + id_.name + "' " +
                                     (s == Status::Cancelled ? "was destroyed" : "is broken: " + broken_detail_));
       return;

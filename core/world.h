@@ -90,6 +90,7 @@ class World : public std::enable_shared_from_this<World> {
     std::deque<Item> queue;
     std::condition_variable cv;
     std::thread thread;
+    bool running = false;  // an item taken from the queue has not finished
     bool exited = false;
   };
 

@@ -54,7 +54,8 @@
 // the world size):
 //
 //	Send, Recv     len(buf); a receive's length must match the send's, else
-//	               both fail with ErrInvalidArgument and the world stays usable
+//	               the receive fails with ErrInvalidArgument, the send
+//	               completes (as in MPI) and the world stays usable
 //	Broadcast      len(buf) elements from root's buf into everyone's
 //	AllReduce      len(recv) == len(send)
 //	Reduce         result in root's recv (len(send)); recv may be nil elsewhere

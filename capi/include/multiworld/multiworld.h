@@ -184,11 +184,11 @@ MW_API uint64_t mw_world_epoch(const mw_world_t* world) MW_NOEXCEPT;
  * All return at once; the buffers must stay valid and unmodified until the
  * request completes. Counts are in elements of `dt`; count 0 is allowed.
  *   send/recv        the recv's byte size must equal the send's; otherwise
- *                    both the send and the recv complete with
- *                    MW_ERR_INVALID_ARGUMENT naming both sizes, and the
- *                    world stays usable (the recv buffer's contents are
- *                    then unspecified). One message moves at most 2^36-1
- *                    bytes on Gloo.
+ *                    the recv completes with MW_ERR_INVALID_ARGUMENT naming
+ *                    both sizes (its buffer's contents are then
+ *                    unspecified), the send completes with MW_OK as in
+ *                    MPI, and the world stays usable. One message moves
+ *                    at most 2^36-1 bytes on Gloo.
  *   broadcast        `count` elements from root's buf into everyone's buf.
  *   allreduce        `count` elements.
  *   reduce           result in root's recvbuf; recvbuf is ignored elsewhere.

@@ -25,6 +25,16 @@ std::vector<char> addressFor(const std::vector<char>& all, int peer, int rank, i
                            all.begin() + static_cast<long>((index + 1) * each));
 }
 
+// Names the transport context under a rendezvous context, which Gloo keeps
+// protected: our buffers are TCP unbound buffers made on it directly.
+class TcpContextOf : public gloo::rendezvous::Context {
+ public:
+  using gloo::rendezvous::Context::Context;
+  std::shared_ptr<gloo::transport::tcp::Context> tcp() const {
+    return std::dynamic_pointer_cast<gloo::transport::tcp::Context>(transportContext_);
+  }
+};
+
 }  // namespace
 
 std::shared_ptr<gloo::transport::Device> makeGlooDevice(const std::string& bind_address) {
@@ -43,7 +53,7 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
     const std::shared_ptr<gloo::transport::Device>& device, RedisPool& pool,
     const std::string& store_prefix, int rank, int size, Deadline deadline) {
   GlooStore store(pool, store_prefix, size, deadline);
-  auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
+  auto ctx = std::make_shared<TcpContextOf>(rank, size);
   // Bounds the pair connections; every later wait passes its own timeout.
   ctx->setTimeout(std::max(remaining(deadline), std::chrono::milliseconds(1)));
   try {
@@ -63,14 +73,15 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
     auto blob = store.get(std::to_string(peer));
     peer_by_address[gloo::transport::tcp::Address(addressFor(blob, peer, rank, size)).str()] = peer;
   }
-  return std::unique_ptr<GlooCommunicator>(
-      new GlooCommunicator(std::make_unique<GlooLink>(std::move(ctx), std::move(peer_by_address))));
+  auto tcp = ctx->tcp();
+  if (!tcp) throw Error(Status::Backend, "the Gloo context has no TCP transport");
+  return std::unique_ptr<GlooCommunicator>(new GlooCommunicator(
+      std::make_unique<GlooLink>(std::move(ctx), std::move(tcp), std::move(peer_by_address))));
 }
 
 GlooCommunicator::GlooCommunicator(std::unique_ptr<GlooLink> link) : link_(std::move(link)) {
   const int size = link_->size();
-  sent_to_.assign(static_cast<size_t>(size), 0);
-  received_from_.assign(static_cast<size_t>(size), 0);
+  p2p_ = std::make_unique<GlooP2p>(*link_);
   sentinel_bytes_.assign(static_cast<size_t>(size), 0);
   sentinel_ = link_->context().createUnboundBuffer(sentinel_bytes_.data(), sentinel_bytes_.size());
   for (int peer = 0; peer < size; ++peer) {
@@ -89,14 +100,13 @@ std::unique_ptr<PendingOp> GlooCommunicator::post(const OpDesc& op) {
                                              " bytes exceeds the Gloo limit of " + std::to_string(kMaxP2pBytes) +
                                              " bytes per message");
   }
-  const auto peer = static_cast<size_t>(op.peer);
   switch (op.kind) {
     case OpKind::Send:
       if (op.peer == link_->rank()) return self_.postSend(op.sendbuf, bytes);
-      return postGlooSend(*link_, op.sendbuf, bytes, op.peer, sent_to_[peer]++);
+      return p2p_->postSend(op.sendbuf, bytes, op.peer);
     case OpKind::Recv:
       if (op.peer == link_->rank()) return self_.postRecv(op.recvbuf, bytes);
-      return postGlooRecv(*link_, op.recvbuf, bytes, op.peer, received_from_[peer]++);
+      return p2p_->postRecv(op.recvbuf, bytes, op.peer);
     default:
       return makeGlooCollective(*link_, op);
   }
@@ -133,6 +143,7 @@ void GlooCommunicator::close() noexcept {
   std::lock_guard<std::mutex> lock(m_);
   if (closed_) return;
   closed_ = true;
+  p2p_.reset();
   sentinel_.reset();
   link_.reset();
 }

@@ -34,9 +34,7 @@ class GlooCommunicator : public Communicator {
 
   std::unique_ptr<GlooLink> link_;
   SelfChannel self_;
-  // Messages issued so far to / from each peer; post() runs under the
-  // world's issue lock, in issue order.
-  std::vector<uint64_t> sent_to_, received_from_;
+  std::unique_ptr<GlooP2p> p2p_;  // post() runs under the world's issue lock
   // One byte per peer, each with a recv posted that no peer ever sends to:
   // the worker idles in waitRecv on it, so a failing pair wakes it at once.
   std::vector<char> sentinel_bytes_;

@@ -9,6 +9,7 @@
 
 #include <gloo/context.h>
 
+#include "core/backends/gloo/gloo_buffer.h"
 #include "core/communicator.h"
 #include "core/deadline.h"
 
@@ -16,17 +17,21 @@ namespace mw {
 
 // Slot prefixes of our point-to-point protocol; Gloo's collectives use
 // 0x01..0x08 (gloo/types.h).
-constexpr uint8_t kSendAnnounceSlot = 0x40;
-constexpr uint8_t kRecvAnnounceSlot = 0x41;
+constexpr uint8_t kHeaderSlot = 0x40;
 constexpr uint8_t kDataSlot = 0x42;
 constexpr uint8_t kSentinelSlot = 0x43;
 
 class GlooLink {
  public:
-  GlooLink(std::shared_ptr<gloo::Context> ctx, std::map<std::string, int> peer_by_address)
-      : ctx_(std::move(ctx)), peer_by_address_(std::move(peer_by_address)) {}
+  // `tcp` is the transport context under `ctx`.
+  GlooLink(std::shared_ptr<gloo::Context> ctx, std::shared_ptr<gloo::transport::tcp::Context> tcp,
+           std::map<std::string, int> peer_by_address)
+      : ctx_(std::move(ctx)), tcp_(std::move(tcp)), peer_by_address_(std::move(peer_by_address)) {}
 
   gloo::Context& context() { return *ctx_; }
+  std::unique_ptr<GlooBuffer> buffer(void* ptr, size_t size) {
+    return std::make_unique<GlooBuffer>(tcp_, ptr, size);
+  }
   const std::shared_ptr<gloo::Context>& shared() { return ctx_; }
   int rank() const { return ctx_->rank; }
   int size() const { return ctx_->size; }
@@ -49,6 +54,7 @@ class GlooLink {
   void wait(gloo::transport::UnboundBuffer& b, Direction dir, int peer, Deadline d);
 
   std::shared_ptr<gloo::Context> ctx_;
+  const std::shared_ptr<gloo::transport::tcp::Context> tcp_;
   const std::map<std::string, int> peer_by_address_;
 
   std::mutex waits_m_;

@@ -1,17 +1,25 @@
 // Point-to-point over Gloo with sizes checked before any payload can land.
 //
 // Gloo's TCP transport terminates the process when a payload is larger than
-// the posted receive, so a payload only ever travels on a slot that names
-// both its sequence number on the pair and its exact byte size: a send and
-// a recv of equal size meet on the same slot and the payload flows as soon
-// as both are issued; a send and a recv of different sizes never meet.
-// Each side also announces its size (16 bytes on a FIFO slot), so on a
-// mismatch the sender feeds the receiver's slot a filler and the receiver
-// drains the sender's slot: every slot carries exactly one message, both
-// requests fail with InvalidArgument, and the world stays usable.
+// the posted receive (a smaller one it takes), so every message starts with
+// one transfer on a FIFO slot whose receive is always kHeaderRoom bytes: a
+// 16-byte header naming the sender's size, followed, for a message of at
+// most kEagerBytes, by the payload itself (copied through a staging buffer
+// on both sides; one transfer per message, like raw Gloo). A larger payload
+// follows zero-copy on a slot that names its sequence number on the pair and
+// its exact size, and the receiver posts that receive into the caller's
+// buffer only once the header showed that the sizes agree. Headers arrive
+// as soon as both sides issued, so the receive lane, whenever it looks,
+// posts the data receives of every queued receive whose header is in:
+// large messages stream with as many payloads in flight as are issued.
 //
-// Everything a peer waits for is posted at issue time, never by the worker,
-// so two workers each running a recv can never wait on each other.
+// On a mismatch the receiver drains a large payload into scratch: every slot
+// carries exactly one message, the recv fails with InvalidArgument naming
+// both sizes, the send succeeds (as in MPI), and the world stays usable.
+//
+// Everything a receiver waits for is posted by the sender at issue time and
+// written by Gloo's own thread, so a receive lane never waits on a lane of
+// the peer.
 #pragma once
 
 #include <condition_variable>
@@ -27,10 +35,30 @@ namespace mw {
 
 // Bytes one send or recv may move: the size must fit in the slot.
 constexpr uint64_t kMaxP2pBytes = (uint64_t{1} << 36) - 1;
+// Messages up to this size travel inside their header transfer. Every
+// posted receive holds a staging buffer of this size plus the header.
+constexpr size_t kEagerBytes = 64 << 10;
 
-// `seq` counts this pair's messages in one direction, from 0, in issue order.
-std::unique_ptr<PendingOp> postGlooSend(GlooLink& link, const void* buf, size_t bytes, int dst, uint64_t seq);
-std::unique_ptr<PendingOp> postGlooRecv(GlooLink& link, void* buf, size_t bytes, int src, uint64_t seq);
+// The point-to-point state of one world on this rank: per peer, the
+// messages issued in each direction and the receives whose header is out.
+class GlooP2p {
+ public:
+  explicit GlooP2p(GlooLink& link);
+  ~GlooP2p();
+
+  // On the issuing thread, in issue order.
+  std::unique_ptr<PendingOp> postSend(const void* buf, size_t bytes, int dst);
+  std::unique_ptr<PendingOp> postRecv(void* buf, size_t bytes, int src);
+
+  class Inbox;
+  class StagingPool;
+
+ private:
+  GlooLink& link_;
+  std::vector<uint64_t> sent_to_, received_from_;
+  std::vector<std::shared_ptr<Inbox>> inboxes_;  // by source rank
+  std::shared_ptr<StagingPool> staging_;
+};
 
 // Send and recv to this process's own rank: Gloo has no pair to self.
 // Matching happens at issue time so a send and a recv issued in either
