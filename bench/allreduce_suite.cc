@@ -33,15 +33,6 @@ struct Row {
   double ours_gbps = 0, raw_gbps = 0, ours_lat_us = 0, raw_lat_us = 0;
 };
 
-std::vector<size_t> sizesOf(const BenchOptions& opt) {
-  std::vector<size_t> sizes;
-  for (size_t b = opt.min_bytes; b <= opt.max_bytes; b *= 4) {
-    sizes.push_back(b);
-    if (b > opt.max_bytes / 4) break;
-  }
-  return sizes;
-}
-
 size_t itersFor(const BenchOptions& opt, size_t bytes) {
   if (opt.iters) return opt.iters;
   double n = kRoundBytes / static_cast<double>(bytes);

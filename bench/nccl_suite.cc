@@ -198,15 +198,6 @@ double timedRun(Side& side, Op op, const Buffers& b, size_t count, size_t iters)
   return t;
 }
 
-std::vector<size_t> sizesOf(const BenchOptions& opt) {
-  std::vector<size_t> sizes;
-  for (size_t b = opt.min_bytes; b <= opt.max_bytes; b *= 4) {
-    sizes.push_back(b);
-    if (b > opt.max_bytes / 4) break;
-  }
-  return sizes;
-}
-
 size_t itersFor(const BenchOptions& opt, size_t bytes) {
   if (opt.iters) return opt.iters;
   const double n = kRoundBytes / static_cast<double>(bytes);

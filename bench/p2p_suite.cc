@@ -35,6 +35,7 @@ namespace {
 using common::jsonString;
 using common::machineName;
 using common::median;
+using common::sizesOf;
 using common::TempDir;
 
 // Seconds one round of one implementation should take at each size when the
@@ -52,15 +53,6 @@ struct Row {
   uint64_t bytes = 0;
   double ours_gbps = 0, raw_gbps = 0, ours_lat_us = 0, raw_lat_us = 0;
 };
-
-std::vector<size_t> sizesOf(const BenchOptions& opt) {
-  std::vector<size_t> sizes;
-  for (size_t b = opt.min_bytes; b <= opt.max_bytes; b *= 4) {
-    sizes.push_back(b);
-    if (b > opt.max_bytes / 4) break;
-  }
-  return sizes;
-}
 
 bool writeAll(int fd, const void* p, size_t n) {
   const char* c = static_cast<const char*>(p);

@@ -287,5 +287,14 @@ bool writeJson(const std::string& path, const std::string& bench, const std::str
   return ok;
 }
 
+std::vector<std::size_t> sizesOf(const BenchOptions& opt) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t b = opt.min_bytes; b <= opt.max_bytes; b *= 4) {
+    sizes.push_back(b);
+    if (b > opt.max_bytes / 4) break;
+  }
+  return sizes;
+}
+
 }  // namespace common
 }  // namespace mwbench

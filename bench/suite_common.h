@@ -13,6 +13,7 @@
 
 #include <multiworld/multiworld.h>
 
+#include "bench/bench_options.h"
 #include "bench/private_redis.h"
 
 namespace gloo {
@@ -35,6 +36,9 @@ double median(std::vector<double> v);
 double percentile(std::vector<double> v, double p);
 std::string jsonString(const std::string& s);
 double nowSeconds();       // steady clock
+// opt.min_bytes, 4x that, ... up to opt.max_bytes: the sizes every
+// size-sweeping suite measures.
+std::vector<std::size_t> sizesOf(const BenchOptions& opt);
 double cpuSeconds();       // user + system of this process (getrusage)
 
 class TempDir {
