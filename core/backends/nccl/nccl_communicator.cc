@@ -101,7 +101,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::connect(const mwn_plugin& pl
   if (st != MWN_OK) throw Error(statusOf(st), std::string("cannot start the NCCL communicator: ") + err);
   // Only this thread knows the communicator yet; nothing can abort it but
   // the deadline.
-  const Deadline started = Clock::now();
+  const auto started = Clock::now();
   for (;;) {
     st = plugin.comm_ready(comm, err, sizeof err);
     if (st == MWN_OK) break;
