@@ -13,6 +13,8 @@
 
 namespace mw {
 
+class Request;
+
 // The transport of a world failed: a peer vanished, a connection broke, an
 // operation ran past op_timeout_ms, or the world was aborted.
 class TransportError : public std::runtime_error {
@@ -69,6 +71,14 @@ class Communicator {
 
   // After the worker stopped: releases sockets, threads and memory.
   virtual void close() noexcept = 0;
+
+  // mw_request_cancel: true when the backend took the request's operation
+  // back without touching the other members (it then completes the request
+  // with Cancelled); false when only breaking the world can stop it.
+  virtual bool cancel(Request& r) noexcept {
+    (void)r;
+    return false;
+  }
 };
 
 }  // namespace mw

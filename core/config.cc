@@ -12,8 +12,7 @@ namespace {
 
 constexpr const char* kDefaultRedisUrl = "redis://127.0.0.1:6379";
 
-std::chrono::milliseconds parseMillis(const std::string& key, const std::string& value,
-                                      long long min, long long max) {
+long long parseInteger(const std::string& key, const std::string& value, long long min, long long max) {
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(value.c_str(), &end, 10);
@@ -22,7 +21,12 @@ std::chrono::milliseconds parseMillis(const std::string& key, const std::string&
                                              "' is not an integer in [" + std::to_string(min) +
                                              ", " + std::to_string(max) + "]");
   }
-  return std::chrono::milliseconds(v);
+  return v;
+}
+
+std::chrono::milliseconds parseMillis(const std::string& key, const std::string& value, long long min,
+                                      long long max) {
+  return std::chrono::milliseconds(parseInteger(key, value, min, max));
 }
 
 LogLevel parseLogLevel(const std::string& value) {
@@ -63,7 +67,8 @@ bool isValidName(const std::string& name, size_t max_len) {
 const std::vector<std::string>& Config::keys() {
   static const std::vector<std::string> k = {
       "redis_url",     "namespace",    "heartbeat_interval_ms", "heartbeat_timeout_ms",
-      "op_timeout_ms", "bind_address", "log_level",             "store_timeout_ms"};
+      "op_timeout_ms", "bind_address", "log_level",             "store_timeout_ms",
+      "spin_us"};
   return k;
 }
 
@@ -102,6 +107,8 @@ void Config::set(const std::string& key, const std::string& value) {
     log_level = parseLogLevel(value);
   } else if (key == "store_timeout_ms") {
     store_timeout = parseMillis(key, value, 10, 600000);
+  } else if (key == "spin_us") {
+    spin = std::chrono::microseconds(parseInteger(key, value, 0, 1000000));
   } else {
     std::string known;
     for (const auto& k : keys()) known += (known.empty() ? "" : ", ") + k;

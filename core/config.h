@@ -18,6 +18,9 @@ struct Config {
   std::string bind_address;
   LogLevel log_level = LogLevel::Warn;
   std::chrono::milliseconds store_timeout{2000};
+  // How long a wait that drives the progress engine itself spins before it
+  // sleeps (the hybrid wait of MPI and UCX); 0: never spin.
+  std::chrono::microseconds spin{20};
 
   // Defaults, with redis_url and bind_address taken from MW_REDIS_URL and
   // MW_BIND_ADDRESS when set.

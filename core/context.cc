@@ -159,6 +159,11 @@ void Context::destroyWorld(World* w) {
   if (world->destroy()) watchdog_->recordLeft(*world);
 }
 
+void Context::wake() {
+  cq_->wake();
+  events_.wake();
+}
+
 void Context::worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,
                           bool announce) {
   events_.push(Event{Event::Type::WorldBroken, w, w->name(), peer_rank, Status::WorldBroken, detail});

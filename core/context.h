@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "core/event_queue.h"
 #include "core/keys.h"
+#include "core/readiness.h"
 #include "core/redis_pool.h"
 #include "core/rendezvous.h"
 #include "core/watchdog.h"
@@ -43,6 +44,9 @@ class Context : public WorldOwner {
 
   const std::shared_ptr<CompletionQueue>& completions() const override { return cq_; }
   EventQueue& events() { return events_; }
+  // mw_context_fd / mw_context_wake.
+  int fd() { return readiness_->fd(); }
+  void wake();
 
   void worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,
                    bool announce) override;
@@ -53,8 +57,9 @@ class Context : public WorldOwner {
   const std::string member_;
   RedisPool pool_;
   Rendezvous rendezvous_;
-  EventQueue events_;
-  std::shared_ptr<CompletionQueue> cq_ = std::make_shared<CompletionQueue>();
+  const std::shared_ptr<Readiness> readiness_ = std::make_shared<Readiness>();
+  EventQueue events_{*readiness_};
+  std::shared_ptr<CompletionQueue> cq_ = std::make_shared<CompletionQueue>(readiness_);
   std::unique_ptr<Watchdog> watchdog_;
 
   const std::shared_ptr<gloo::transport::Device> gloo_device_;  // shared by every Gloo world

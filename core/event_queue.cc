@@ -1,5 +1,7 @@
 #include "core/event_queue.h"
 
+#include "core/readiness.h"
+
 namespace mw {
 
 void EventQueue::push(Event e) {
@@ -9,6 +11,8 @@ void EventQueue::push(Event e) {
     if (events_.size() >= kCapacity) {
       dropped = std::move(events_.front());
       events_.pop_front();
+    } else {
+      readiness_.added(1);
     }
     events_.push_back(std::move(e));
   }
@@ -17,15 +21,19 @@ void EventQueue::push(Event e) {
 
 std::optional<Event> EventQueue::pop(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(m_);
-  auto any = [&] { return !events_.empty(); };
-  if (timeout.count() < 0) {
-    cv_.wait(lock, any);
-  } else if (!cv_.wait_for(lock, timeout, any)) {
-    return std::nullopt;
-  }
+  if (!wake_.wait(lock, cv_, timeout, [&] { return !events_.empty(); })) return std::nullopt;
   Event e = std::move(events_.front());
   events_.pop_front();
+  readiness_.removed(1);
   return e;
+}
+
+void EventQueue::wake() {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    wake_.raise();
+  }
+  cv_.notify_all();
 }
 
 }  // namespace mw

@@ -10,13 +10,15 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/wake_signal.h"
 
 namespace mw {
 
+class Readiness;
 class World;
 
 struct Event {
-  enum class Type { WorldBroken = 1, StoreDown = 2, StoreUp = 3 };
+  enum class Type { WorldBroken = 1, StoreDown = 2, StoreUp = 3, PathDown = 4, PathUp = 5 };
   Type type;
   std::shared_ptr<World> world;  // null for store events
   std::string world_name;
@@ -31,13 +33,19 @@ class EventQueue {
   // forever; the oldest events are dropped first.
   static constexpr size_t kCapacity = 4096;
 
+  // `readiness` (the context's fd) outlives the queue.
+  explicit EventQueue(Readiness& readiness) : readiness_(readiness) {}
+
   void push(Event e);
-  // Waits up to `timeout` (negative: forever).
+  // Waits up to `timeout` (negative: forever), or until wake().
   std::optional<Event> pop(std::chrono::milliseconds timeout);
+  void wake();
 
  private:
+  Readiness& readiness_;
   std::mutex m_;
   std::condition_variable cv_;
+  WakeSignal wake_;
   std::deque<Event> events_;
 };
 

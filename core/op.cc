@@ -25,6 +25,10 @@ const char* opName(OpKind k) noexcept {
   return "unknown";
 }
 
+bool isValidOpKind(int v) noexcept {
+  return v >= static_cast<int>(OpKind::Send) && v <= static_cast<int>(OpKind::Barrier);
+}
+
 }  // namespace mw
 
 namespace mw {

@@ -12,6 +12,8 @@ enum class OpKind {
 };
 
 const char* opName(OpKind k) noexcept;
+// Values equal the C API's mw_op_kind_t, so the boundary converts by cast.
+bool isValidOpKind(int v) noexcept;
 
 struct OpDesc {
   OpKind kind = OpKind::Barrier;

@@ -1,11 +1,13 @@
 #include "core/request.h"
 
 #include "core/completion_queue.h"
+#include "core/world.h"
 
 namespace mw {
 
-Request* Request::create(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq) {
-  std::shared_ptr<Request> r(new Request(std::move(world), std::move(cq)));
+Request* Request::create(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq,
+                         uint64_t user_data) {
+  std::shared_ptr<Request> r(new Request(std::move(world), std::move(cq), user_data));
   r->caller_ref_ = r;
   return r.get();
 }
@@ -42,9 +44,15 @@ void Request::complete(Status status, const std::string& detail) {
     if (status_ != Status::InProgress) return;
     status_ = status;
     detail_ = detail;
+    finished_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
   cq_->push(shared_from_this());
+}
+
+void Request::cancel() {
+  if (finished() || !world_) return;
+  world_->cancel(*this);
 }
 
 std::string Request::detail() {

@@ -22,8 +22,10 @@ class CompletionQueue;
 class Request : public std::enable_shared_from_this<Request> {
  public:
   // The returned request holds a reference to itself on the caller's
-  // behalf; release() drops it (mw_request_free).
-  static Request* create(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq);
+  // behalf; release() drops it (mw_request_free). `user_data` is set before
+  // anything can complete it.
+  static Request* create(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq,
+                         uint64_t user_data = 0);
 
   Status test();
   // Waits up to `timeout` (negative: forever); returns InProgress on timeout.
@@ -34,20 +36,24 @@ class Request : public std::enable_shared_from_this<Request> {
 
   // Called once by whoever finishes the operation; later calls are ignored.
   void complete(Status status, const std::string& detail = std::string());
+  bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
+  // mw_request_cancel: asks the world to take the operation back.
+  void cancel();
   // Why the request failed; empty while in progress or after success.
   std::string detail();
   void release();
 
  private:
   friend class CompletionQueue;
-  Request(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq)
-      : world_(std::move(world)), cq_(std::move(cq)) {}
+  Request(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq, uint64_t user_data)
+      : world_(std::move(world)), cq_(std::move(cq)), user_data_(user_data) {}
   void markReported();
 
   const std::shared_ptr<World> world_;
   const std::shared_ptr<CompletionQueue> cq_;
   std::shared_ptr<Request> caller_ref_;
-  std::atomic<uint64_t> user_data_{0};
+  std::atomic<uint64_t> user_data_;
+  std::atomic<bool> finished_{false};  // status_ is final; read without the lock
 
   std::mutex m_;
   std::condition_variable cv_;

@@ -57,7 +57,7 @@ Status World::failureStatus() const {
   return state_ == WorldState::Destroyed ? Status::Cancelled : Status::WorldBroken;
 }
 
-Request* World::submit(const OpDesc& op) {
+Request* World::submit(const OpDesc& op, uint64_t user_data) {
   validateOp(op, id_.rank, id_.size);
   std::lock_guard<std::mutex> issue(issue_m_);
   {
@@ -76,7 +76,7 @@ Request* World::submit(const OpDesc& op) {
     breakWorld(e.peerRank(), e.what(), true);
     throw Error(Status::WorldBroken, "world '" + id_.name + "' is broken: " + e.what());
   }
-  Request* r = Request::create(shared_from_this(), owner_.completions());
+  Request* r = Request::create(shared_from_this(), owner_.completions(), user_data);
   // An operation that already finished while it was posted (a send whose
   // receive was waiting) completes here, without waking a lane, unless an
   // earlier one of its lane is still pending: those complete in issue order.
@@ -134,6 +134,13 @@ void World::breakWorld(int peer_rank, const std::string& detail, bool announce) 
   comm_->abort();
   std::lock_guard<std::mutex> lock(m_);
   notifyAll();
+}
+
+void World::cancel(Request& r) {
+  if (r.finished()) return;
+  if (comm_->cancel(r)) return;
+  breakWorld(id_.rank, "rank " + std::to_string(id_.rank) + " cancelled an operation that was already under way",
+             true);
 }
 
 bool World::destroy() {

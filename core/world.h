@@ -68,7 +68,11 @@ class World : public std::enable_shared_from_this<World> {
 
   // Validates and issues `op`; throws Error(InvalidArgument) for a bad
   // operation, Error(WorldBroken) on a broken world.
-  Request* submit(const OpDesc& op);
+  Request* submit(const OpDesc& op, uint64_t user_data = 0);
+
+  // mw_request_cancel of a request of this world: the backend takes it back
+  // (it completes Cancelled) or, when it cannot, the world breaks.
+  void cancel(Request& r);
 
   // Breaks the world unless it is already broken or destroyed: aborts the
   // backend, fails pending requests with WorldBroken and tells the owner.

@@ -142,6 +142,10 @@ MW_HANDLE(mw_request_t)
   }
 %}
 %ignore mw_completion_t;
+/* mw_submit is reached through io.multiworld's own wrapper, not SWIG's
+   struct proxy (whose void* fields would take the Buffer typemap above). */
+%ignore mw_op_t;
+%ignore mw_submit;
 
 /* ---- events: a read-only proxy without finalizer ------------------------ */
 %immutable;  /* the header's only wrapped struct members are mw_event_t's */

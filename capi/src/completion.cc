@@ -42,12 +42,38 @@ MW_API uint64_t mw_request_user_data(const mw_request_t* req) noexcept {
   return req ? request(req)->userData() : 0;
 }
 
+MW_API mw_status_t mw_request_cancel(mw_request_t* req) noexcept {
+  return guarded([&] {
+    requireNonNull(req, "req");
+    request(req)->cancel();
+    return MW_OK;
+  });
+}
+
 MW_API void mw_request_free(mw_request_t* req) noexcept {
   if (!req) return;
   try {
     request(req)->release();
   } catch (...) {
   }
+}
+
+MW_API mw_status_t mw_context_fd(mw_context_t* c, int* fd_out) noexcept {
+  return guarded([&] {
+    requireNonNull(fd_out, "fd_out");
+    *fd_out = -1;
+    requireNonNull(c, "ctx");
+    *fd_out = ctx(c)->fd();
+    return MW_OK;
+  });
+}
+
+MW_API mw_status_t mw_context_wake(mw_context_t* c) noexcept {
+  return guarded([&] {
+    requireNonNull(c, "ctx");
+    ctx(c)->wake();
+    return MW_OK;
+  });
 }
 
 MW_API mw_status_t mw_poll(mw_context_t* c, mw_completion_t* out, size_t max, int timeout_ms,

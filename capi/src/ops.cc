@@ -1,4 +1,7 @@
-// The eleven operations: each fills an OpDesc and hands it to its world.
+// mw_submit and the eleven *_async calls: each fills an OpDesc and hands
+// it to its world.
+#include <cstddef>
+
 #include "capi/src/boundary.h"
 
 using namespace mw;
@@ -16,6 +19,37 @@ mw_status_t issue(mw_world_t* w, const OpDesc& op, mw_request_t** req) {
   });
 }
 
+OpKind opKind(int v) {
+  if (!isValidOpKind(v)) {
+    throw Error(Status::InvalidArgument, "op kind " + std::to_string(v) + " is not an mw_op_kind_t (0..10)");
+  }
+  return static_cast<OpKind>(v);
+}
+
+// Every field up to and including user_data: the first version's size.
+constexpr size_t kOpFirstSize = offsetof(mw_op_t, user_data) + sizeof(uint64_t);
+static_assert(kOpFirstSize == sizeof(mw_op_t), "mw_op_t has grown: accept both sizes");
+// A size past this is no mw_op_t of any version, only a caller's bug.
+constexpr size_t kOpMaxSize = 4096;
+
+// As the kernel's clone3 and openat2 do: a larger struct from a newer
+// caller is fine while everything this version does not know is zero.
+void checkOpSize(const mw_op_t* op) {
+  if (op->size < kOpFirstSize || op->size > kOpMaxSize) {
+    throw Error(Status::InvalidArgument, "mw_op_t size " + std::to_string(op->size) +
+                                             " is not sizeof(mw_op_t) (" + std::to_string(sizeof(mw_op_t)) +
+                                             " in this library's header)");
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(op);
+  for (size_t i = sizeof(mw_op_t); i < op->size; ++i) {
+    if (bytes[i] != 0) {
+      throw Error(Status::Unsupported, "mw_op_t of size " + std::to_string(op->size) +
+                                           " sets fields past byte " + std::to_string(sizeof(mw_op_t)) +
+                                           " that this library does not know");
+    }
+  }
+}
+
 OpDesc desc(OpKind kind, const void* send, void* recv, size_t count, mw_dtype_t dt, mw_redop_t op, int peer) {
   OpDesc d;
   d.kind = kind;
@@ -31,6 +65,19 @@ OpDesc desc(OpKind kind, const void* send, void* recv, size_t count, mw_dtype_t 
 }  // namespace
 
 extern "C" {
+
+MW_API mw_status_t mw_submit(mw_world_t* w, const mw_op_t* op, mw_request_t** req) noexcept {
+  return guarded([&] {
+    requireNonNull(w, "world");
+    requireNonNull(op, "op");
+    requireNonNull(req, "req");
+    *req = nullptr;
+    checkOpSize(op);
+    OpDesc d = desc(opKind(enumValue(op->kind)), op->sendbuf, op->recvbuf, op->count, op->dtype, op->op, op->peer);
+    *req = handle(world(w)->submit(d, op->user_data));
+    return MW_OK;
+  });
+}
 
 MW_API mw_status_t mw_send_async(mw_world_t* w, const void* buf, size_t count, mw_dtype_t dt, int dst,
                                  mw_request_t** req) noexcept {

@@ -1,5 +1,8 @@
 #include "tests/support/mw_test.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace mwtest {
 
 mw_context_t* newContext(const std::string& redis_url,
@@ -15,6 +18,13 @@ mw_context_t* newContext(const std::string& redis_url,
   mw_config_free(cfg);
   return ctx;
 }
+
+mw_backend_t hostBackend() {
+  const char* b = std::getenv("MW_TEST_BACKEND");
+  return (b && std::strcmp(b, "ucx") == 0) ? MW_BACKEND_UCX : MW_BACKEND_GLOO;
+}
+
+const char* hostBackendName() { return hostBackend() == MW_BACKEND_UCX ? "ucx" : "gloo"; }
 
 bool expectStatus(mw_status_t got, mw_status_t want, const char* what) {
   if (got == want) return true;

@@ -15,6 +15,11 @@ namespace mwtest {
 mw_context_t* newContext(const std::string& redis_url,
                          const std::vector<std::pair<std::string, std::string>>& settings = {});
 
+// The host backend the tests run over: MW_TEST_BACKEND=ucx|gloo in the
+// environment (ctest registers the API suites once per backend), else Gloo.
+mw_backend_t hostBackend();
+const char* hostBackendName();
+
 // In workers: report a failed expectation on stderr and return false.
 bool expectStatus(mw_status_t got, mw_status_t want, const char* what);
 

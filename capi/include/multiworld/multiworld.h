@@ -81,7 +81,11 @@ typedef enum {
   MW_ERR_NO_MEMORY = -11
 } mw_status_t;
 
-typedef enum { MW_BACKEND_GLOO = 1, MW_BACKEND_NCCL = 2 } mw_backend_t;
+/* Host buffers: MW_BACKEND_UCX (the default choice: shared memory between
+ * processes of one host, TCP or RDMA across hosts, one progress engine per
+ * context) or MW_BACKEND_GLOO (TCP, a thread per world; kept as a baseline).
+ * GPU buffers: MW_BACKEND_NCCL. */
+typedef enum { MW_BACKEND_GLOO = 1, MW_BACKEND_NCCL = 2, MW_BACKEND_UCX = 3 } mw_backend_t;
 
 /* Element types, 0..9. MW_FLOAT16 is IEEE binary16, MW_BFLOAT16 is the upper
  * half of a binary32; both are reduced on the CPU through float32 with
@@ -129,6 +133,9 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *                         default: env MW_BIND_ADDRESS, else this host's name
  *   log_level             off, error, warn (default), info, debug
  *   store_timeout_ms      one Redis round trip, default 2000
+ *   spin_us               how long mw_wait and mw_poll spin, driving the
+ *                         progress of UCX worlds on the calling thread,
+ *                         before they sleep; 0 = never spin, default 20
  * Unknown key or unparsable value -> MW_ERR_INVALID_ARGUMENT.
  */
 MW_API mw_status_t mw_config_new(mw_config_t** out) MW_NOEXCEPT;
@@ -233,6 +240,44 @@ MW_API mw_status_t mw_alltoall_async(mw_world_t* w, const void* sendbuf, void* r
                                      mw_request_t** req) MW_NOEXCEPT;
 MW_API mw_status_t mw_barrier_async(mw_world_t* w, mw_request_t** req) MW_NOEXCEPT;
 
+/* One call for every operation, with its user_data fixed at issue time, so
+ * a completion that mw_poll delivers on another thread at once already
+ * carries it. `size` is sizeof(mw_op_t) as the caller compiled it, so the
+ * struct can grow: a library older than the caller's header accepts it when
+ * every byte past the fields it knows is zero (MW_ERR_UNSUPPORTED
+ * otherwise), and a size below this version's first one is
+ * MW_ERR_INVALID_ARGUMENT. Fields the operation does not use are ignored:
+ *   kind             sendbuf  recvbuf  count      op   peer
+ *   SEND             buf      -        count      -    dst
+ *   RECV             -        buf      count      -    src
+ *   BROADCAST        -        buf      count      -    root
+ *   ALLREDUCE        in       out      count      op   -
+ *   REDUCE           in       out      count      op   root
+ *   ALLGATHER        in       out      sendcount  -    -
+ *   GATHER           in       out      sendcount  -    root
+ *   SCATTER          in       out      recvcount  -    root
+ *   REDUCE_SCATTER   in       out      recvcount  op   -
+ *   ALLTOALL         in       out      count      -    -
+ *   BARRIER          -        -        -          -    -
+ * The eleven *_async calls above are this call with user_data 0. */
+typedef enum {
+  MW_OP_SEND, MW_OP_RECV, MW_OP_BROADCAST, MW_OP_ALLREDUCE, MW_OP_REDUCE,
+  MW_OP_ALLGATHER, MW_OP_GATHER, MW_OP_SCATTER, MW_OP_REDUCE_SCATTER,
+  MW_OP_ALLTOALL, MW_OP_BARRIER
+} mw_op_kind_t;
+typedef struct {
+  size_t size;          /* sizeof(mw_op_t) */
+  mw_op_kind_t kind;
+  const void* sendbuf;  /* send, and collectives' input */
+  void* recvbuf;        /* recv, broadcast (in place), collectives' output */
+  size_t count;         /* as in the matching *_async call */
+  mw_dtype_t dtype;
+  mw_redop_t op;
+  int peer;             /* dst, src or root */
+  uint64_t user_data;
+} mw_op_t;
+MW_API mw_status_t mw_submit(mw_world_t* w, const mw_op_t* op, mw_request_t** req) MW_NOEXCEPT;
+
 /* ---- completion ---------------------------------------------------------
  * A request's final status is reported once to the program: by mw_test or
  * mw_wait returning it, or by mw_poll delivering it, whichever comes first.
@@ -247,6 +292,16 @@ MW_API void mw_request_set_user_data(mw_request_t* req, uint64_t user_data) MW_N
 MW_API uint64_t mw_request_user_data(const mw_request_t* req) MW_NOEXCEPT;
 /* A pending request is detached: it still runs, its completion is dropped. */
 MW_API void mw_request_free(mw_request_t* req) MW_NOEXCEPT;
+/* Cancels a pending request and returns at once; the completion follows
+ * through mw_test, mw_wait and mw_poll as usual. A receive that no message
+ * matched yet completes with MW_ERR_CANCELLED and its world stays usable
+ * (on UCX worlds). Anything already moving data, and every operation that
+ * cannot be taken back (a collective the other members run too; on Gloo
+ * and NCCL worlds every pending operation), breaks its world: the request
+ * completes with MW_ERR_WORLD_BROKEN and the members hear of the break.
+ * Either way the request's buffers are released when it completes. No
+ * effect on a finished request. */
+MW_API mw_status_t mw_request_cancel(mw_request_t* req) MW_NOEXCEPT;
 
 typedef struct {
   mw_request_t* request; /* still owned by the caller: free it */
@@ -256,10 +311,25 @@ typedef struct {
 } mw_completion_t;
 /* Fills up to `max` completions of this context's requests, each exactly
  * once; waits up to timeout_ms (0 = just look, -1 = forever) for the first
- * one without spinning. A freed request's completion is never delivered.
- * Returns MW_OK with *n_out = 0 when the timeout passed with none. */
+ * one. It sleeps, after at most spin_us of driving the progress of UCX
+ * worlds itself. A freed request's completion is never delivered.
+ * Returns MW_OK with *n_out = 0 when the timeout passed with none, or when
+ * mw_context_wake interrupted it. */
 MW_API mw_status_t mw_poll(mw_context_t* ctx, mw_completion_t* out, size_t max, int timeout_ms,
                            size_t* n_out) MW_NOEXCEPT;
+
+/* An fd an event loop can wait on (epoll, tokio, Go's netpoller, asyncio):
+ * readable while at least one completion (for mw_poll) or event (for
+ * mw_next_event) of this context is queued, level-triggered. The caller
+ * never reads or closes it; it stays valid until mw_context_free. After it
+ * turns readable, drain with mw_poll / mw_next_event with timeout 0.
+ * A completion that mw_test or mw_wait already reported is not queued. */
+MW_API mw_status_t mw_context_fd(mw_context_t* ctx, int* fd_out) MW_NOEXCEPT;
+/* Makes a blocked mw_poll (*n_out = 0) and a blocked mw_next_event
+ * (MW_ERR_TIMEOUT) of this context return at once. A wake that finds no
+ * call blocked is kept for the next blocking call of each kind, so a wake
+ * sent just before a thread blocks is not lost. Safe from any thread. */
+MW_API mw_status_t mw_context_wake(mw_context_t* ctx) MW_NOEXCEPT;
 
 /* ---- events -------------------------------------------------------------
  * World state changes and store outages, in the order they happened. A
@@ -268,7 +338,9 @@ MW_API mw_status_t mw_poll(mw_context_t* ctx, mw_completion_t* out, size_t max, 
 typedef enum {
   MW_EVENT_WORLD_BROKEN = 1,
   MW_EVENT_STORE_DOWN = 2,
-  MW_EVENT_STORE_UP = 3
+  MW_EVENT_STORE_UP = 3,
+  MW_EVENT_PATH_DOWN = 4, /* a data path to peer_rank failed; the world lives on */
+  MW_EVENT_PATH_UP = 5    /* that path carries traffic again */
 } mw_event_type_t;
 typedef struct {
   mw_event_type_t type;

@@ -21,6 +21,7 @@ pub const MW_ERR_NO_MEMORY: mw_status_t = -11;
 pub type mw_status_t = ::std::os::raw::c_int;
 pub const MW_BACKEND_GLOO: mw_backend_t = 1;
 pub const MW_BACKEND_NCCL: mw_backend_t = 2;
+pub const MW_BACKEND_UCX: mw_backend_t = 3;
 pub type mw_backend_t = ::std::os::raw::c_uint;
 pub const MW_INT8: mw_dtype_t = 0;
 pub const MW_UINT8: mw_dtype_t = 1;
@@ -243,6 +244,203 @@ extern "C" {
 extern "C" {
     pub fn mw_barrier_async(w: *mut mw_world_t, req: *mut *mut mw_request_t) -> mw_status_t;
 }
+pub const MW_OP_SEND: mw_op_kind_t = 0;
+pub const MW_OP_RECV: mw_op_kind_t = 1;
+pub const MW_OP_BROADCAST: mw_op_kind_t = 2;
+pub const MW_OP_ALLREDUCE: mw_op_kind_t = 3;
+pub const MW_OP_REDUCE: mw_op_kind_t = 4;
+pub const MW_OP_ALLGATHER: mw_op_kind_t = 5;
+pub const MW_OP_GATHER: mw_op_kind_t = 6;
+pub const MW_OP_SCATTER: mw_op_kind_t = 7;
+pub const MW_OP_REDUCE_SCATTER: mw_op_kind_t = 8;
+pub const MW_OP_ALLTOALL: mw_op_kind_t = 9;
+pub const MW_OP_BARRIER: mw_op_kind_t = 10;
+pub type mw_op_kind_t = ::std::os::raw::c_uint;
+#[repr(C)]
+pub struct mw_op_t {
+    pub size: usize,
+    pub kind: mw_op_kind_t,
+    pub sendbuf: *const ::std::os::raw::c_void,
+    pub recvbuf: *mut ::std::os::raw::c_void,
+    pub count: usize,
+    pub dtype: mw_dtype_t,
+    pub op: mw_redop_t,
+    pub peer: ::std::os::raw::c_int,
+    pub user_data: u64,
+}
+#[test]
+fn bindgen_test_layout_mw_op_t() {
+    assert_eq!(
+        ::std::mem::size_of::<mw_op_t>(),
+        64usize,
+        concat!("Size of: ", stringify!(mw_op_t))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mw_op_t>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mw_op_t))
+    );
+    fn test_field_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_op_t>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_op_t),
+                "::",
+                stringify!(size)
+            )
+        );
+    }
+    test_field_size();
+    fn test_field_kind() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_op_t>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).kind) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_op_t),
+                "::",
+                stringify!(kind)
+            )
+        );
+    }
+    test_field_kind();
+    fn test_field_sendbuf() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_op_t>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).sendbuf) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_op_t),
+                "::",
+                stringify!(sendbuf)
+            )
+        );
+    }
+    test_field_sendbuf();
+    fn test_field_recvbuf() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_op_t>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).recvbuf) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_op_t),
+                "::",
+                stringify!(recvbuf)
+            )
+        );
+    }
+    test_field_recvbuf();
+    fn test_field_count() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_op_t>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).count) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_op_t),
+                "::",
+                stringify!(count)
+            )
+        );
+    }
+    test_field_count();
+    fn test_field_dtype() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_op_t>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).dtype) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_op_t),
+                "::",
+                stringify!(dtype)
+            )
+        );
+    }
+    test_field_dtype();
+    fn test_field_op() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_op_t>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).op) as usize - ptr as usize
+            },
+            44usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_op_t),
+                "::",
+                stringify!(op)
+            )
+        );
+    }
+    test_field_op();
+    fn test_field_peer() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_op_t>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).peer) as usize - ptr as usize
+            },
+            48usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_op_t),
+                "::",
+                stringify!(peer)
+            )
+        );
+    }
+    test_field_peer();
+    fn test_field_user_data() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_op_t>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).user_data) as usize - ptr as usize
+            },
+            56usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_op_t),
+                "::",
+                stringify!(user_data)
+            )
+        );
+    }
+    test_field_user_data();
+}
+extern "C" {
+    pub fn mw_submit(
+        w: *mut mw_world_t,
+        op: *const mw_op_t,
+        req: *mut *mut mw_request_t,
+    ) -> mw_status_t;
+}
 extern "C" {
     pub fn mw_test(req: *mut mw_request_t) -> mw_status_t;
 }
@@ -257,6 +455,9 @@ extern "C" {
 }
 extern "C" {
     pub fn mw_request_free(req: *mut mw_request_t);
+}
+extern "C" {
+    pub fn mw_request_cancel(req: *mut mw_request_t) -> mw_status_t;
 }
 #[repr(C)]
 pub struct mw_completion_t {
@@ -355,9 +556,18 @@ extern "C" {
         n_out: *mut usize,
     ) -> mw_status_t;
 }
+extern "C" {
+    pub fn mw_context_fd(ctx: *mut mw_context_t, fd_out: *mut ::std::os::raw::c_int)
+        -> mw_status_t;
+}
+extern "C" {
+    pub fn mw_context_wake(ctx: *mut mw_context_t) -> mw_status_t;
+}
 pub const MW_EVENT_WORLD_BROKEN: mw_event_type_t = 1;
 pub const MW_EVENT_STORE_DOWN: mw_event_type_t = 2;
 pub const MW_EVENT_STORE_UP: mw_event_type_t = 3;
+pub const MW_EVENT_PATH_DOWN: mw_event_type_t = 4;
+pub const MW_EVENT_PATH_UP: mw_event_type_t = 5;
 pub type mw_event_type_t = ::std::os::raw::c_uint;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
