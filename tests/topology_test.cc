@@ -202,7 +202,7 @@ struct Process {
   // Creates (collectively, so in the same order everywhere) a world.
   bool join(const std::string& name, int id, int rank, int size) {
     Link l;
-    mw_status_t s = mw_world_create(ctx, name.c_str(), rank, size, MW_BACKEND_GLOO, 0, 60000, &l.world);
+    mw_status_t s = mw_world_create(ctx, name.c_str(), rank, size, mwtest::hostBackend(), 0, 60000, &l.world);
     if (s != MW_OK) {
       std::fprintf(stderr, "pid %d: mw_world_create(%s, rank %d) -> %s (%s)\n", getpid(), name.c_str(), rank,
                    mw_status_string(s), mw_last_error());
@@ -291,7 +291,7 @@ int cyclesWorker(const std::string& url, int rank) {
   const auto t0 = Clock::now();
   for (int cycle = 1; cycle <= kCycles; ++cycle) {
     mw_world_t* w = nullptr;
-    mw_status_t s = mw_world_create(ctx, "cycle", rank, 2, MW_BACKEND_GLOO, 0, 20000, &w);
+    mw_status_t s = mw_world_create(ctx, "cycle", rank, 2, mwtest::hostBackend(), 0, 20000, &w);
     if (s != MW_OK) {
       std::fprintf(stderr, "rank %d cycle %d: mw_world_create -> %s (%s)\n", rank, cycle, mw_status_string(s),
                    mw_last_error());
