@@ -34,10 +34,45 @@ type scenario func(ctx context.Context, c *mw.Context, world string, rank, size 
 
 var scenarios = map[string]scenario{}
 
-// inWorld makes a scenario of a function of one world.
+// inWorld makes a scenario of a function of one world of the host backend
+// (UCX where available, else Gloo).
 func inWorld(f func(ctx context.Context, w *mw.World) error) scenario {
+	return inWorldOn(mw.HostBackend(), f)
+}
+
+// hostBackends are the backends for host memory; the suites that move data
+// run over each one the library has.
+var hostBackends = []mw.Backend{mw.UCX, mw.Gloo}
+
+// onHosts registers scenario role-<backend> for each host backend.
+func onHosts(role string, f func(ctx context.Context, w *mw.World) error) {
+	for _, b := range hostBackends {
+		scenarios[role+"-"+b.String()] = inWorldOn(b, f)
+	}
+}
+
+// groupOnHosts runs group(role-<backend>) as a subtest per host backend.
+func groupOnHosts(t *testing.T, role string, size int) {
+	for _, b := range hostBackends {
+		t.Run(b.String(), func(t *testing.T) {
+			skipUnavailable(t, b)
+			group(t, role+"-"+b.String(), size)
+		})
+	}
+}
+
+func skipUnavailable(t *testing.T, b mw.Backend) {
+	t.Helper()
+	if !b.Available() {
+		t.Skipf("the %v backend is not available in this library: mw_backend_available(MW_BACKEND_%s) = 0",
+			b, strings.ToUpper(b.String()))
+	}
+}
+
+// inWorldOn makes a scenario of a function of one world of backend b.
+func inWorldOn(b mw.Backend, f func(ctx context.Context, w *mw.World) error) scenario {
 	return func(ctx context.Context, c *mw.Context, world string, rank, size int) error {
-		w, err := c.CreateWorld(ctx, world, rank, size, mw.Gloo)
+		w, err := c.CreateWorld(ctx, world, rank, size, b)
 		if err != nil {
 			return fmt.Errorf("create %s rank %d: %w", world, rank, err)
 		}
@@ -104,6 +139,15 @@ func settle(ctx context.Context, w *mw.World) error {
 		return err
 	}
 	return nil
+}
+
+// values is a copy of b's elements; nil once b is closed.
+func values[T mw.Element](b *mw.Buffer[T]) []T {
+	v, err := b.Values()
+	if err != nil {
+		return nil
+	}
+	return v
 }
 
 // worker is a spawned member process.
