@@ -262,11 +262,17 @@ func procCounts(t *testing.T) (fds, threads int) {
 
 func procCountsErr() (fds, threads int) {
 	entries, _ := os.ReadDir("/proc/self/fd")
-	status, _ := os.ReadFile("/proc/self/status")
+	return len(entries), statusField("/proc/self/status", "Threads")
+}
+
+// statusField is a number from a /proc status file; 0 when absent.
+func statusField(path, key string) int {
+	status, _ := os.ReadFile(path)
 	for _, line := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(line, "Threads:") {
-			threads, _ = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "Threads:")))
+		if strings.HasPrefix(line, key+":") {
+			v, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, key+":")))
+			return v
 		}
 	}
-	return len(entries), threads
+	return 0
 }
