@@ -2,10 +2,7 @@ package mw_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,25 +12,10 @@ import (
 
 // Figures, not checks: go test -run '^$' -bench . ./mw
 
-// soloWorld is a one-member world of the host backend.
-func soloWorld(b *testing.B) (*mw.Context, *mw.World) {
-	c, err := newContext()
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, err := c.CreateWorld(context.Background(), strings.ReplaceAll(b.Name(), "/", "_")+strconv.Itoa(os.Getpid()), 0, 1, mw.HostBackend())
-	if err != nil {
-		c.Close()
-		b.Fatal(err)
-	}
-	return c, w
-}
-
 // One barrier on a one-member world, issued and waited for: the cost the
 // binding adds around the library's completion path.
 func BenchmarkBarrierWait(b *testing.B) {
-	c, w := soloWorld(b)
-	defer c.Close()
+	_, w := soloWorld(b, mw.HostBackend())
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -51,8 +33,7 @@ func BenchmarkBarrierWait(b *testing.B) {
 // process while a Context with one world and an event reader sits idle
 // (the library's heartbeat included).
 func BenchmarkIdleContext(b *testing.B) {
-	c, _ := soloWorld(b)
-	defer c.Close()
+	c, _ := soloWorld(b, mw.HostBackend())
 	_ = c.Events()
 	time.Sleep(200 * time.Millisecond)
 	cpu0, sw0, t0 := cpuTime(), switches(), time.Now()

@@ -38,16 +38,7 @@ func TestDeviceBuffer(t *testing.T) {
 	// A host world refuses device memory, saying so.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := newContext()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	w, err := c.CreateWorld(ctx, worldName(t, "host"), 0, 1, mw.HostBackend())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	_, w := soloWorld(t, mw.HostBackend())
 	if w.Device() != -1 {
 		t.Errorf("host world device %d, want -1", w.Device())
 	}
@@ -108,16 +99,7 @@ func TestNCCLDeviceMemory(t *testing.T) {
 	before := mw.LiveBuffers()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	c, err := newContext()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	w, err := c.CreateWorld(ctx, worldName(t, "gpu"), 0, 1, mw.NCCL, mw.WithDevice(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	c, w := soloWorld(t, mw.NCCL, mw.WithDevice(0))
 
 	const n = 1 << 20
 	var owned []*mw.DeviceBuffer[float32]

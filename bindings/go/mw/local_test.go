@@ -168,15 +168,7 @@ func TestBuffer(t *testing.T) {
 func TestSingleRank(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := newContext()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	w, err := c.CreateWorld(ctx, worldName(t, "solo"), 0, 1, mw.HostBackend())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, w := soloWorld(t, mw.HostBackend())
 	if w.Rank() != 0 || w.Size() != 1 || w.Epoch() < 1 || w.State() != mw.WorldReady || w.Backend() != mw.HostBackend() {
 		t.Fatalf("world %v state %v", w, w.State())
 	}

@@ -162,8 +162,26 @@ type worker struct {
 var nameRE = regexp.MustCompile(`[^A-Za-z0-9._:-]`)
 
 // worldName is unique per test and run.
-func worldName(t *testing.T, suffix string) string {
-	return nameRE.ReplaceAllString(fmt.Sprintf("%s-%d-%s", t.Name(), os.Getpid(), suffix), "_")
+func worldName(tb testing.TB, suffix string) string {
+	return nameRE.ReplaceAllString(fmt.Sprintf("%s-%d-%s", tb.Name(), os.Getpid(), suffix), "_")
+}
+
+// soloWorld is a world of one member of backend b in a new Context, which
+// is closed when the test ends.
+func soloWorld(tb testing.TB, b mw.Backend, opts ...mw.WorldOption) (*mw.Context, *mw.World) {
+	tb.Helper()
+	c, err := newContext()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w, err := c.CreateWorld(ctx, worldName(tb, "solo"), 0, 1, b, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, w
 }
 
 func spawn(t *testing.T, role, world string, rank, size int) *worker {
