@@ -148,14 +148,16 @@ func (r *Request) result() error {
 // completed and waits for them all, as Wait does.
 func WaitAll(ctx context.Context, reqs ...*Request) error {
 	var first error
+	cancelled := false
 	for i, r := range reqs {
 		err := r.Wait(ctx)
 		if err != nil && first == nil {
 			first = err
 		}
-		if ctx.Err() != nil {
+		if !cancelled && ctx.Err() != nil {
+			cancelled = true
 			for _, rest := range reqs[i+1:] {
-				rest.Cancel()
+				rest.Cancel() // all at once; the loop then waits for each
 			}
 		}
 	}
