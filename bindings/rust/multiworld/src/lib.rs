@@ -89,6 +89,7 @@ mod error;
 mod event;
 mod host_ops;
 mod op;
+mod place;
 mod poller;
 mod request;
 mod scope;

@@ -11,17 +11,10 @@ use multiworld_sys as sys;
 use crate::context::to_int;
 use crate::element::Dtype;
 use crate::error::{last_error, Error, Result};
+use crate::place::{self, Place};
 use crate::request::Request;
 use crate::scope::Issue;
-use crate::world::{Backend, ReduceOp, World};
-
-/// Where a buffer's memory is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Place {
-    Host,
-    /// CUDA device memory of this ordinal.
-    Device(i32),
-}
+use crate::world::{ReduceOp, World};
 
 /// A buffer with its lifetime erased: the public operations borrow the
 /// real buffer for the scope before they build one.
@@ -241,7 +234,14 @@ impl<'ctx> World<'ctx> {
     ) -> Result<Request<'a>> {
         let name = spec.name();
         for (role, buf) in spec.buffers() {
-            self.check_place(name, role, buf.place)?;
+            place::check(
+                self.backend(),
+                self.cuda_device(),
+                self.name(),
+                name,
+                role,
+                buf.place,
+            )?;
         }
         let l = self.lower(dtype, &spec)?;
         let op = sys::mw_op_t {
@@ -270,45 +270,6 @@ impl<'ctx> World<'ctx> {
             self.name_arc(),
             self.as_raw() as usize,
         ))
-    }
-
-    /// A buffer must be in the memory the world's backend moves.
-    fn check_place(&self, op: &str, role: &str, place: Place) -> Result<()> {
-        let (backend, device) = (self.backend(), self.cuda_device());
-        match (backend, place) {
-            (Backend::Nccl, Place::Host) => Err(invalid(
-                op,
-                format!(
-                    "{} is host memory, but '{}' is an NCCL world, which moves device memory \
-                     of CUDA device {}; pass a DeviceSlice (the World::device_* operations)",
-                    role,
-                    self.name(),
-                    device
-                ),
-            )),
-            (Backend::Nccl, Place::Device(d)) if d != device => Err(invalid(
-                op,
-                format!(
-                    "{} is on CUDA device {}, but NCCL world '{}' uses device {}",
-                    role,
-                    d,
-                    self.name(),
-                    device
-                ),
-            )),
-            (Backend::Gloo, Place::Device(d)) | (Backend::Ucx, Place::Device(d)) => Err(invalid(
-                op,
-                format!(
-                    "{} is device memory (CUDA device {}), but '{}' is a {:?} world, which moves \
-                     host memory; device memory needs an NCCL world",
-                    role,
-                    d,
-                    self.name(),
-                    backend
-                ),
-            )),
-            _ => Ok(()),
-        }
     }
 
     /// Checks lengths against the world's size and computes what

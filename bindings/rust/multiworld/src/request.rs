@@ -77,8 +77,8 @@ impl RequestId {
 /// cancels it, as dropping any future does: [`cancel`](Request::cancel),
 /// without blocking. Its scope then waits for the cancelled request to
 /// complete before it returns, so the buffers are never released while the
-/// library may still touch them (see [`scope`](crate::scope())). Keep a request, and wait
-/// for it, for as long as its operation must run.
+/// library may still touch them (see [`scope`](crate::scope())). Keep a
+/// request, and wait for it, for as long as its operation must run.
 ///
 /// `Request` is `Send` and `Sync`: the C API allows `mw_test` and `mw_wait`
 /// on one request from several threads at once and from any thread, and only
@@ -275,10 +275,10 @@ impl<'a> Request<'a> {
         unsafe { sys::mw_request_user_data(self.raw) }
     }
 
-    /// Cancels the request (`mw_request_cancel`) and returns at once; its
-    /// result follows through [`wait`](Request::wait), [`test`](Request::test),
-    /// `.await` or [`Context::poll`](crate::Context::poll), promptly, and
-    /// the buffers are free once it is there:
+    /// Cancels the request (`mw_request_cancel`) and returns at once. Its
+    /// result follows promptly through [`wait`](Request::wait),
+    /// [`test`](Request::test), `.await` or [`Context::poll`](crate::Context::poll),
+    /// and the library is done with the buffers once it has:
     ///
     /// * a receive that no message matched yet fails with
     ///   [`Error::Cancelled`], and its world stays usable (UCX worlds);
@@ -287,8 +287,8 @@ impl<'a> Request<'a> {
     ///   every operation) breaks its world: it fails with
     ///   [`Error::WorldBroken`], and the other members see the world break.
     ///
-    /// No effect on a finished request. Dropping a running request cancels
-    /// it too.
+    /// No effect on a finished request, nor the second time. Dropping a
+    /// running request cancels it too.
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -310,8 +310,7 @@ impl<'a> Request<'a> {
     /// # Ok::<(), multiworld::Error>(())
     /// ```
     pub fn cancel(&self) -> Result<()> {
-        // SAFETY: live request.
-        let status = unsafe { sys::mw_request_cancel(self.raw) };
+        let status = self.scope.cancel(self.raw);
         if status == sys::MW_OK {
             Ok(())
         } else {
@@ -355,9 +354,9 @@ impl<'a> Request<'a> {
 /// A request is a future of its result. Wakeups come from the context's
 /// completion queue, drained by a thread the context starts on the first
 /// pending poll, which sleeps on the library's fd (`mw_context_fd`), so the
-/// future runs under any executor (or none: see [`scope`](crate::scope()) for a minimal
-/// `block_on`). `poll` never blocks. Dropping the future before it is ready
-/// cancels the request (see [`Request::cancel`]).
+/// future runs under any executor (or none: see [`scope`](crate::scope())
+/// for a minimal `block_on`). `poll` never blocks. Dropping the future
+/// before it is ready cancels the request (see [`Request::cancel`]).
 impl Future for Request<'_> {
     type Output = Result<()>;
 
@@ -380,8 +379,7 @@ impl Drop for Request<'_> {
         if status == sys::MW_IN_PROGRESS {
             // Nobody is left to see its result: take it back. The scope
             // waits for its completion and frees it.
-            // SAFETY: live request.
-            unsafe { sys::mw_request_cancel(self.raw) };
+            self.scope.cancel(self.raw);
             self.shared.mark_reported(self.raw);
             return;
         }

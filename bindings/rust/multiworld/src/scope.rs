@@ -7,25 +7,50 @@ use multiworld_sys as sys;
 
 use crate::shared::Shared;
 
+/// A request of a scope that has not been freed yet.
+struct Tracked {
+    shared: Arc<Shared>,
+    /// `mw_request_cancel` was called for it.
+    cancelled: bool,
+}
+
 /// The requests of one scope that have not been freed yet.
 #[derive(Default)]
 pub(crate) struct ScopeInner {
-    pending: Mutex<HashMap<usize, Arc<Shared>>>,
+    pending: Mutex<HashMap<usize, Tracked>>,
 }
 
 impl ScopeInner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<usize, Tracked>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub(crate) fn track(&self, raw: *mut sys::mw_request_t, shared: &Arc<Shared>) {
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(raw as usize, Arc::clone(shared));
+        self.lock().insert(
+            raw as usize,
+            Tracked {
+                shared: Arc::clone(shared),
+                cancelled: false,
+            },
+        );
     }
 
     pub(crate) fn untrack(&self, raw: *mut sys::mw_request_t) {
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(raw as usize));
+        self.lock().remove(&(raw as usize));
+    }
+
+    /// Cancels a tracked request once (`mw_request_cancel`); later calls,
+    /// and calls for a finished request, have no effect.
+    pub(crate) fn cancel(&self, raw: *mut sys::mw_request_t) -> sys::mw_status_t {
+        let mut pending = self.lock();
+        match pending.get_mut(&(raw as usize)) {
+            Some(t) if !t.cancelled => {
+                t.cancelled = true;
+                // SAFETY: a tracked request is live.
+                unsafe { sys::mw_request_cancel(raw) }
+            }
+            _ => sys::MW_OK,
+        }
     }
 
     /// Cancels every request still tracked (dropped while running, or
@@ -33,18 +58,18 @@ impl ScopeInner {
     /// A cancelled request completes promptly, healthy world or not, so
     /// this never waits on a peer.
     fn finish(&self) {
-        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        for &key in pending.keys() {
-            // SAFETY: a tracked request is live; no `Request` handle can use
-            // it any more (they cannot outlive the scope). No effect on a
-            // finished one.
-            unsafe { sys::mw_request_cancel(key as *mut sys::mw_request_t) };
+        let keys: Vec<usize> = self.lock().keys().copied().collect();
+        for &key in &keys {
+            // No `Request` handle can use it any more (they cannot outlive
+            // the scope). No effect on a finished one.
+            self.cancel(key as *mut sys::mw_request_t);
         }
-        for (key, shared) in pending {
+        for (key, tracked) in std::mem::take(&mut *self.lock()) {
             let raw = key as *mut sys::mw_request_t;
-            // SAFETY: as above. Its buffers are released once it completed.
+            // SAFETY: a tracked request is live. Its buffers are released
+            // once it completed.
             unsafe { sys::mw_wait(raw, -1) };
-            shared.unregister(raw);
+            tracked.shared.unregister(raw);
             // SAFETY: as above; freed exactly once.
             unsafe { sys::mw_request_free(raw) };
         }

@@ -15,6 +15,7 @@ use crate::error::{last_error, Error, Result};
 /// let backend = if backend_available(Backend::Nccl) { Backend::Nccl } else { Backend::preferred_host() };
 /// # let _ = backend;
 /// ```
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Backend {
     /// Gloo over TCP, for host memory, with a thread per world; kept as a
@@ -52,17 +53,6 @@ impl Backend {
         } else {
             Backend::Gloo
         }
-    }
-
-    /// Whether this backend moves device memory (NCCL) rather than host
-    /// memory.
-    ///
-    /// ```
-    /// assert!(multiworld::Backend::Nccl.moves_device_memory());
-    /// assert!(!multiworld::Backend::Ucx.moves_device_memory());
-    /// ```
-    pub fn moves_device_memory(self) -> bool {
-        self == Backend::Nccl
     }
 }
 

@@ -54,6 +54,7 @@ fn backend_name(b: Backend) -> &'static str {
         Backend::Gloo => "gloo",
         Backend::Ucx => "ucx",
         Backend::Nccl => "nccl",
+        other => panic!("no name for {:?}", other),
     }
 }
 
