@@ -40,7 +40,6 @@
 //!   reads it, and do not write a buffer, or read a receive buffer, until
 //!   its request completed. `DeviceBuffer`'s copies return only when the
 //!   data are in place.
-use std::fmt;
 use std::marker::PhantomData;
 
 use crate::element::Element;
@@ -114,26 +113,6 @@ impl<'a, T: Element> DeviceSlice<'a, T> {
         }
     }
 
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The size in bytes.
-    pub fn byte_len(&self) -> usize {
-        self.len * std::mem::size_of::<T>()
-    }
-
-    /// The CUDA device ordinal the memory belongs to.
-    pub fn device(&self) -> i32 {
-        self.device
-    }
-
     /// The device address; never dereference it on the host.
     pub fn as_ptr(&self) -> *const T {
         self.addr as *const T
@@ -175,26 +154,6 @@ impl<'a, T: Element> DeviceSliceMut<'a, T> {
             device,
             _borrow: PhantomData,
         }
-    }
-
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The size in bytes.
-    pub fn byte_len(&self) -> usize {
-        self.len * std::mem::size_of::<T>()
-    }
-
-    /// The CUDA device ordinal the memory belongs to.
-    pub fn device(&self) -> i32 {
-        self.device
     }
 
     /// The device address; never dereference it on the host.
@@ -251,40 +210,47 @@ impl<'a, T: Element> From<&'a mut DeviceSliceMut<'_, T>> for DeviceSliceMut<'a, 
     }
 }
 
-impl<T: Element> fmt::Debug for DeviceSlice<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        debug(f, "DeviceSlice", self.addr, self.len, self.device, T::DTYPE)
-    }
+/// What every device memory type shares: each is a device address, a
+/// length in elements of `T` and a CUDA device ordinal.
+macro_rules! device_extent {
+    ($ty:ident $(<$lt:lifetime>)?) => {
+        impl<$($lt,)? T: Element> $ty<$($lt,)? T> {
+            /// The number of elements.
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// Whether it holds no element.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The size in bytes.
+            pub fn byte_len(&self) -> usize {
+                self.len * std::mem::size_of::<T>()
+            }
+
+            /// The CUDA device ordinal the memory belongs to.
+            pub fn device(&self) -> i32 {
+                self.device
+            }
+        }
+
+        impl<$($lt,)? T: Element> std::fmt::Debug for $ty<$($lt,)? T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field("ptr", &(self.addr as *const u8))
+                    .field("len", &self.len)
+                    .field("dtype", &T::DTYPE)
+                    .field("device", &self.device)
+                    .finish()
+            }
+        }
+    };
 }
 
-impl<T: Element> fmt::Debug for DeviceSliceMut<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        debug(
-            f,
-            "DeviceSliceMut",
-            self.addr,
-            self.len,
-            self.device,
-            T::DTYPE,
-        )
-    }
-}
-
-fn debug(
-    f: &mut fmt::Formatter<'_>,
-    name: &str,
-    addr: usize,
-    len: usize,
-    device: i32,
-    dtype: crate::Dtype,
-) -> fmt::Result {
-    f.debug_struct(name)
-        .field("ptr", &(addr as *const u8))
-        .field("len", &len)
-        .field("dtype", &dtype)
-        .field("device", &device)
-        .finish()
-}
+device_extent!(DeviceSlice<'a>);
+device_extent!(DeviceSliceMut<'a>);
 
 #[cfg(feature = "cuda")]
 mod buffer;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use multiworld_sys as sys;
 
 use crate::context::timeout_ms;
-use crate::error::{last_error, Error, Result};
+use crate::error::{final_detail, last_error, Error, Result};
 use crate::scope::ScopeInner;
 use crate::shared::Shared;
 
@@ -187,11 +187,7 @@ impl<'a> Request<'a> {
         if status == sys::MW_IN_PROGRESS {
             return None;
         }
-        let detail = if status == sys::MW_OK {
-            String::new()
-        } else {
-            last_error()
-        };
+        let detail = final_detail(status);
         self.shared.mark_reported(self.raw);
         Some(self.result(status, detail))
     }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use multiworld_sys as sys;
 
-use crate::error::{last_error, Error, Result};
+use crate::error::{final_detail, Error, Result};
 use crate::event::Event;
 use crate::poller::Poller;
 
@@ -167,11 +167,7 @@ impl Shared {
         if status == sys::MW_IN_PROGRESS {
             return None;
         }
-        let detail = if status == sys::MW_OK {
-            String::new()
-        } else {
-            last_error()
-        };
+        let detail = final_detail(status);
         Some((status, detail))
     }
 
@@ -384,11 +380,7 @@ impl State {
             if status == sys::MW_IN_PROGRESS {
                 continue; // a stale completion of an earlier request at this address
             }
-            let detail = if status == sys::MW_OK {
-                String::new()
-            } else {
-                last_error()
-            };
+            let detail = final_detail(status);
             slot.reported = true;
             out.push(Done {
                 id: slot.id,

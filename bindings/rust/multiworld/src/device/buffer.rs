@@ -1,5 +1,4 @@
 //! Owned device memory, allocated through the CUDA runtime (feature `cuda`).
-use std::fmt;
 use std::marker::PhantomData;
 use std::os::raw::c_void;
 
@@ -79,26 +78,6 @@ impl<T: Element> DeviceBuffer<T> {
         let mut buf = DeviceBuffer::alloc(src.len(), device)?;
         buf.copy_from_host(src)?;
         Ok(buf)
-    }
-
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The size in bytes.
-    pub fn byte_len(&self) -> usize {
-        self.len * std::mem::size_of::<T>()
-    }
-
-    /// The CUDA device ordinal the memory belongs to.
-    pub fn device(&self) -> i32 {
-        self.device
     }
 
     /// The device address, for your own kernels; it stays owned by this
@@ -190,15 +169,4 @@ impl<'a, T: Element> From<&'a mut DeviceBuffer<T>> for DeviceSliceMut<'a, T> {
     }
 }
 
-impl<T: Element> fmt::Debug for DeviceBuffer<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        super::debug(
-            f,
-            "DeviceBuffer",
-            self.addr,
-            self.len,
-            self.device,
-            T::DTYPE,
-        )
-    }
-}
+device_extent!(DeviceBuffer);
