@@ -16,28 +16,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * latency and burns no CPU while idle) and completes the operations' futures. {@link #stop} plus
  * {@code mw_context_wake} make it return.
  */
-final class CompletionPoller {
+final class CompletionPoller extends ContextThread {
   private static final int BATCH = 64;
 
   private final Context context;
   private final AtomicLong ids = new AtomicLong();
   private final Object table = new Object();
   private final Map<Long, Operation> pending = new HashMap<>();  // guarded by table
-  private final Thread thread;
-  private volatile boolean stopping;
 
   CompletionPoller(Context context, String name) {
+    super(name);
     this.context = context;
-    thread = new Thread(this::run, name);
-    thread.setDaemon(true);
-  }
-
-  void start() {
-    thread.start();
-  }
-
-  boolean isPollerThread() {
-    return Thread.currentThread() == thread;
   }
 
   /** A user_data no other operation of this context has. */
@@ -71,24 +60,6 @@ final class CompletionPoller {
     }
   }
 
-  /** Makes the thread leave after its current mw_poll; the caller then wakes it (mw_context_wake). */
-  void stop() {
-    stopping = true;
-  }
-
-  /** Waits for the thread to end; true if interrupted meanwhile. */
-  boolean join() {
-    boolean interrupted = false;
-    while (thread.isAlive()) {
-      try {
-        thread.join();
-      } catch (InterruptedException e) {
-        interrupted = true;
-      }
-    }
-    return interrupted;
-  }
-
   /**
    * From close(), the thread gone and the worlds destroyed: delivers what is queued, then frees
    * the requests that never reported and returns their operations, for close() to finish once
@@ -114,11 +85,12 @@ final class CompletionPoller {
     return left;
   }
 
-  private void run() {
+  @Override
+  void run() {
     long[] quads = new long[4 * BATCH];
     long[] n = new long[1];
     try {
-      while (!stopping) {
+      while (!stopping()) {
         // Blocks until completions come or close() wakes it (n = 0).
         int st = Multiworld.mw_poll(context.handle(), quads, -1, n);
         if (st != mw_status_t.MW_OK) {

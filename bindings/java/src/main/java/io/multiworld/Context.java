@@ -184,7 +184,7 @@ public final class Context implements AutoCloseable {
    */
   @Override
   public void close() {
-    if (poller.isPollerThread() || events.isEventThread()) {
+    if (poller.isCurrentThread() || events.isCurrentThread()) {
       throw new IllegalStateException("Context.close() called from its own poller or event thread "
           + "(a completion stage or event listener); use thenRunAsync or another thread");
     }

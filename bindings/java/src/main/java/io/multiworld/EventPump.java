@@ -17,7 +17,7 @@ import java.util.concurrent.LinkedBlockingQueue;
  * every event to the listeners and to the bounded queue. {@link #stop} plus
  * {@code mw_context_wake} make it return.
  */
-final class EventPump {
+final class EventPump extends ContextThread {
   private static final int CAPACITY = 1024;
 
   private final Context context;
@@ -32,39 +32,10 @@ final class EventPump {
       return size() > 256;
     }
   };
-  private final Thread thread;
-  private volatile boolean stopping;
 
   EventPump(Context context, String name) {
+    super(name);
     this.context = context;
-    thread = new Thread(this::run, name);
-    thread.setDaemon(true);
-  }
-
-  void start() {
-    thread.start();
-  }
-
-  boolean isEventThread() {
-    return Thread.currentThread() == thread;
-  }
-
-  /** Makes the thread leave, once it delivered what is queued; the caller then wakes it. */
-  void stop() {
-    stopping = true;
-  }
-
-  /** Waits for the thread to end; true if interrupted meanwhile. */
-  boolean join() {
-    boolean interrupted = false;
-    while (thread.isAlive()) {
-      try {
-        thread.join();
-      } catch (InterruptedException e) {
-        interrupted = true;
-      }
-    }
-    return interrupted;
   }
 
   /** A world was just registered: it hears of a break event that came before. */
@@ -76,10 +47,11 @@ final class EventPump {
     if (e != null && e.worldName().equals(world.name())) world.notice.heard(e.peerRank());
   }
 
-  private void run() {
+  @Override
+  void run() {
     mw_event_t ev = new mw_event_t();
     try {
-      while (!stopping) {
+      while (!stopping()) {
         // Blocks until an event comes or close() wakes it (MW_ERR_TIMEOUT).
         int st = Multiworld.mw_next_event(context.handle(), ev, -1);
         if (st == mw_status_t.MW_OK) {
