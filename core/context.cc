@@ -97,7 +97,7 @@ Context::~Context() {
 
 std::shared_ptr<UcxContext> Context::ucx() {
   std::lock_guard<std::mutex> lock(ucx_m_);
-  if (!ucx_) ucx_ = std::make_shared<UcxContext>(cfg_.spin);
+  if (!ucx_) ucx_ = std::make_shared<UcxContext>(cfg_);
   return ucx_;
 }
 

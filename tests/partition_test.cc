@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -62,6 +63,12 @@ class Netns {
     int fd = open(("/var/run/netns/" + ns_).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) std::abort();
     close(fd);
+    // As `ip netns exec` does: a /sys of this namespace, where UCX looks
+    // for network devices.
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        umount2("/sys", MNT_DETACH) != 0 || mount("sysfs", "/sys", "sysfs", 0, nullptr) != 0) {
+      std::abort();
+    }
   }
   bool cut() const { return sh("ip link set " + outer_ + " down"); }
   bool heal() const { return sh("ip link set " + outer_ + " up"); }

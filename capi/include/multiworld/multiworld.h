@@ -86,9 +86,9 @@ typedef enum {
   MW_ERR_NO_MEMORY = -11
 } mw_status_t;
 
-/* Host buffers: MW_BACKEND_UCX (the default choice: shared memory between
- * processes of one host, TCP or RDMA across hosts, one progress engine per
- * context) or MW_BACKEND_GLOO (TCP, a thread per world; kept as a baseline).
+/* Host buffers: MW_BACKEND_UCX (the default choice: UCX endpoints with peer
+ * error handling, TCP on one host, TCP or RDMA across hosts, one progress
+ * engine per context) or MW_BACKEND_GLOO (TCP, a thread per world; kept as a baseline).
  * GPU buffers: MW_BACKEND_NCCL. */
 typedef enum { MW_BACKEND_GLOO = 1, MW_BACKEND_NCCL = 2, MW_BACKEND_UCX = 3 } mw_backend_t;
 

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <thread>
 #include <cstring>
 
 #include "core/backends/ucx/ucx_peer_info.h"
@@ -19,6 +21,7 @@ namespace {
 
 constexpr std::chrono::microseconds kFirstBackoff{20};
 constexpr std::chrono::microseconds kLastBackoff{1000};
+constexpr int kProgressRounds = 64;
 
 // epoll tags: the kind in the top byte, a pid below it.
 constexpr uint64_t kWorkerTag = 1ull << 56;
@@ -44,10 +47,21 @@ bool ucxUsable() noexcept {
   return usable;
 }
 
-UcxEngine::UcxEngine(std::chrono::microseconds spin) : spin_(spin) {
+UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devices) : spin_(spin) {
   ucp_config_t* config = nullptr;  // the usual UCX_* environment variables
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) fail("reading the configuration (UCX_* variables)", s);
+  // A peer that dies leaves sends UCX never finishes; at shutdown UCX warns
+  // of each. The world already reported it: keep UCX to errors unless the
+  // program chose a level itself.
+  if (!std::getenv("UCX_LOG_LEVEL")) ucp_config_modify(config, "LOG_LEVEL", "error");
+  if (!net_devices.empty() && !std::getenv("UCX_NET_DEVICES")) {
+    s = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
+    if (s != UCS_OK) {
+      ucp_config_release(config);
+      fail(("restricting it to the devices " + net_devices).c_str(), s);
+    }
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
@@ -132,8 +146,10 @@ void UcxEngine::runDeferred() {
 }
 
 bool UcxEngine::progressLocked() {
+  // Bounded: under a stream of arrivals progress never runs dry, and the
+  // lock must change hands now and then.
   bool any = false;
-  while (ucp_worker_progress(worker_) != 0) any = true;
+  for (int i = 0; i < kProgressRounds && ucp_worker_progress(worker_) != 0; ++i) any = true;
   runDeferred();
   return any;
 }
@@ -231,6 +247,7 @@ void UcxEngine::run() {
       n = epoll_pwait2(epoll_fd_, events, 16, &ts, nullptr);
     }
     if (n < 0 && errno == ENOSYS) n = epoll_wait(epoll_fd_, events, 16, 1);  // before Linux 5.11
+    while (waiting_lockers_.load() > 0) std::this_thread::yield();  // they go first
     for (int i = 0; i < n; ++i) {
       const uint64_t tag = events[i].data.u64;
       if (tag == kWakeTag) {

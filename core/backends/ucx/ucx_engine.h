@@ -31,14 +31,24 @@ namespace mw {
 
 class UcxEngine : public ProgressDriver {
  public:
-  // Throws Error(Backend) when UCX cannot be initialised.
-  explicit UcxEngine(std::chrono::microseconds spin);
+  // Throws Error(Backend) when UCX cannot be initialised. `net_devices`
+  // (UCX_NET_DEVICES syntax; empty: all) applies unless the environment
+  // sets UCX_NET_DEVICES itself.
+  UcxEngine(std::chrono::microseconds spin, const std::string& net_devices);
   ~UcxEngine() override;
   UcxEngine(const UcxEngine&) = delete;
   UcxEngine& operator=(const UcxEngine&) = delete;
 
   using Lock = std::unique_lock<std::recursive_mutex>;
-  Lock lock() { return Lock(m_); }
+  // For every thread but the progress thread, which yields to these: under
+  // a stream of traffic it would otherwise take the lock back at once and
+  // starve the threads that issue.
+  Lock lock() {
+    ++waiting_lockers_;
+    Lock l(m_);
+    --waiting_lockers_;
+    return l;
+  }
 
   // Under the lock.
   ucp_worker_h worker() const { return worker_; }
@@ -54,15 +64,16 @@ class UcxEngine : public ProgressDriver {
   bool spinUntil(const std::function<bool()>& done) override;
   std::chrono::microseconds spin() const { return spin_; }
 
-  // Under the lock: progresses the worker until it has nothing to do and
-  // runs deferred work; true when UCX did anything.
+  // Under the lock: progresses the worker until it has nothing to do (or
+  // for a bounded number of rounds) and runs deferred work; true when UCX
+  // did anything.
   bool progressLocked();
 
-  // Under the lock: a send of ours is waiting inside UCX. Shared memory
-  // tells a receiver that data came, but nobody tells a sender that the
-  // peer's queue has room again or that a rendezvous may go on, so while
-  // any send waits the progress thread wakes on a short, growing timer
-  // (20 us to 1 ms) as well as on events.
+  // Under the lock: a send of ours is waiting inside UCX. The worker's
+  // event fd reports arrivals, but not always that a peer's queue has room
+  // again or that a rendezvous may go on, so while any send waits the
+  // progress thread wakes on a short, growing timer (20 us to 1 ms) as
+  // well as on events.
   void sendWaiting() {
     if (waiting_sends_++ == 0) kick();  // it may sleep without a timer
   }
@@ -117,6 +128,7 @@ class UcxEngine : public ProgressDriver {
   std::map<TimerId, std::chrono::steady_clock::time_point> timer_due_;
   TimerId next_timer_ = 1;
   std::atomic<bool> stop_{false};
+  std::atomic<int> waiting_lockers_{0};
   std::atomic<bool> down_{false};  // the worker is gone
   std::thread thread_;
 };

@@ -6,17 +6,6 @@
 #include "core/backends/ucx/ucx_world.h"
 
 namespace mw {
-namespace {
-
-// A send this small is first offered to UCX for immediate completion
-// (copied out at once). If UCX would have to queue it and read the
-// caller's buffer later, a copy is queued instead, so a send can be given
-// up (destroy, a peer stopped past its bound) without UCX ever reading a
-// buffer the caller got back. Larger messages go by rendezvous, where the
-// peer fetches the data.
-constexpr size_t kCopyAtMost = 8192;
-
-}  // namespace
 
 UcxOp::UcxOp(UcxWorld& world, std::shared_ptr<Request> request, int lane, OrderedCompletions::Ticket ticket)
     : world_(&world), engine_(world.engine()), request_(std::move(request)), lane_(lane), ticket_(ticket) {}
@@ -64,7 +53,17 @@ bool UcxOp::onlyGonePeersHold() const {
   return std::all_of(posted_.begin(), posted_.end(), [&](const UcxTransfer* t) { return world_->peerGone(t->peer); });
 }
 
-void UcxOp::orphan() { world_ = nullptr; }
+void UcxOp::orphan() {
+  world_ = nullptr;
+  // Its sends go to a process that is gone (or were given up): nothing to
+  // poll for any more.
+  for (UcxTransfer* t : posted_) {
+    if (t->waiting) {
+      t->waiting = false;
+      engine_.sendDone();
+    }
+  }
+}
 
 void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
   t.op = this;
@@ -90,20 +89,7 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
                          &param);
   } else {
     param.cb.send = &UcxOp::onSend;
-    ucp_ep_h ep = world_->endpoint(t.peer);
-    const uint64_t tag = world_->sendTag(t.peer, channel);
-    if (t.bytes <= kCopyAtMost) {
-      param.op_attr_mask |= UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
-      r = ucp_tag_send_nbx(ep, buffer, t.bytes, tag, &param);
-      if (UCS_PTR_IS_ERR(r) && UCS_PTR_STATUS(r) == UCS_ERR_NO_RESOURCE) {
-        const char* from = static_cast<const char*>(buffer);
-        t.staging.assign(from, from + t.bytes);
-        param.op_attr_mask &= ~static_cast<uint32_t>(UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL);
-        r = ucp_tag_send_nbx(ep, t.staging.data(), t.bytes, tag, &param);
-      }
-    } else {
-      r = ucp_tag_send_nbx(ep, buffer, t.bytes, tag, &param);
-    }
+    r = ucp_tag_send_nbx(world_->endpoint(t.peer), buffer, t.bytes, world_->sendTag(t.peer, channel), &param);
   }
   if (r == nullptr) {
     ended(t, UCS_OK, t.bytes);

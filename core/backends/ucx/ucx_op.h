@@ -36,7 +36,6 @@ struct UcxTransfer {
   size_t bytes = 0;   // posted size
   size_t length = 0;  // a receive: the sender's size
   ucs_status_t status = UCS_OK;
-  std::vector<char> staging;  // a small send UCX could not take at once
 };
 
 class UcxOp {

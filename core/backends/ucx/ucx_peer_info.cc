@@ -22,7 +22,7 @@ std::string readFile(const std::string& path) {
 }
 
 // Processes of one boot and one pid namespace can watch each other's pids
-// (pidfd_open) and, as UCX decides, share memory.
+// (pidfd_open).
 std::string hostKey() {
   std::string boot = readFile("/proc/sys/kernel/random/boot_id");
   while (!boot.empty() && (boot.back() == '\n' || boot.back() == ' ')) boot.pop_back();

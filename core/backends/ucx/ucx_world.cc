@@ -99,7 +99,7 @@ UcxWorld::~UcxWorld() {
     for (Peer& p : peers_) {
       if (p.link) ucx_->links().release(p.link);
     }
-    ucx_->retireWorldId(world_id_);
+    ucx_->releaseWorldId(world_id_);
   }
 }
 
@@ -151,8 +151,14 @@ void UcxWorld::submit(const OpDesc& op, const std::shared_ptr<Request>& r) {
   }
   pending_[r.get()] = u;
   if (op_timeout_.count() > 0 && op_timer_ == 0) armOpTimer(u->started() + op_timeout_);
-  UcxOp::Entry entry(*u);
-  u->start();
+  {
+    UcxOp::Entry entry(*u);
+    u->start();
+  }
+  // As UCX asks of whoever posts before anyone sleeps: progress until idle.
+  // A receive that matched a rendezvous already waiting only fetches its
+  // data in progress, and nothing else would wake the engine for it.
+  ucx_->engine()->progressLocked();
 }
 
 void UcxWorld::armOpTimer(Clock::time_point when) {
@@ -180,7 +186,7 @@ void UcxWorld::finished(UcxOp* op, OpResult result) {
     order_.finish(op->lane(), op->ticket(), std::move(result));
   }
   delete op;
-  if (stopping_ && pending_.empty()) drained_.notify_all();
+  if (stopping_) drained_.notify_all();
 }
 
 bool UcxWorld::runsWhenBroken(const OpDesc& op) {
@@ -276,9 +282,9 @@ void UcxWorld::abortAll() {
     UcxOp::Entry entry(*op);
     op->abort();
   }
-  // A break (not a destroy): this world's own endpoints go now, which
-  // completes what is pending on them. Shared ones carry other worlds.
-  if (world_->failure().status == Status::WorldBroken) forceClosePeerLinks();
+  // A break (not a destroy): the world's endpoints go now, which completes
+  // what is pending on them.
+  if (world_->failure().status == Status::WorldBroken) forceCloseLinks();
   abandonWhatOnlyGonePeersHold();
 }
 
@@ -297,25 +303,61 @@ void UcxWorld::abandonWhatOnlyGonePeersHold() {
   }
 }
 
-void UcxWorld::forceClosePeerLinks() {
-  for (int r = 0; r < size(); ++r) {
-    Peer& p = peers_[static_cast<size_t>(r)];
-    if (p.link->shared() || p.link->failed()) continue;
+void UcxWorld::forceCloseLinks() {
+  drainArrivals();
+  for (Peer& p : peers_) {
     if (p.listening) p.link->unlisten(p.listener);
     p.listening = false;
     ucx_->links().release(p.link);
   }
 }
 
+// What arrived for this world and nobody will receive goes before its
+// endpoints close, while the endpoints it came through are open (a large
+// message's sender is then told it may stop). Nothing arrives once they
+// are closed: every endpoint is this world's own. Exact tags find a
+// message at once; the search by mask walks every message that waits, of
+// every world, so it only mops up the few collective messages that came
+// ahead of their operation.
+void UcxWorld::drainArrivals() {
+  auto drop = [&](uint64_t tag, uint64_t mask) {
+    ucp_tag_recv_info_t info;
+    while (ucp_tag_message_h message = ucp_tag_probe_nb(worker(), tag, mask, 1, &info)) {
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+      param.cb.recv = [](void* request, ucs_status_t, const ucp_tag_recv_info_t*, void*) {
+        ucp_request_free(request);
+      };
+      ucp_tag_msg_recv_nbx(worker(), nullptr, 0, message, &param);  // cut off: dropped
+    }
+  };
+  for (int r = 0; r < size(); ++r) {
+    drop(recvTag(r, ucxtag::kP2p), ucxtag::kExact);
+    drop(recvTag(r, ucxtag::kControl), ucxtag::kExact);
+  }
+  drop(ucxtag::make(world_id_, 0, 0), ucxtag::kWorldMask);
+}
+
 void UcxWorld::sendGoodbyes() {
   static const uint64_t kBye = 0x6d77627965ull;  // "mwbye"
   ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = [](void* request, ucs_status_t, void* arg) {
+    ucp_request_free(request);
+    auto* w = static_cast<UcxWorld*>(arg);
+    --w->flushing_;
+    w->drained_.notify_all();
+  };
+  param.user_data = this;
   for (int r = 0; r < size(); ++r) {
     Peer& p = peers_[static_cast<size_t>(r)];
     if (r == rank_ || p.link->failed() || !p.link->ep()) continue;
-    // Eager and tiny: copied out at once, nothing to wait for.
-    void* req = ucp_tag_send_nbx(p.link->ep(), &kBye, sizeof kBye, sendTag(r, ucxtag::kControl), &param);
-    if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);
+    // After everything else sent on the endpoint; the flush tells when it
+    // left, before the endpoint is closed.
+    void* bye = ucp_tag_send_nbx(p.link->ep(), &kBye, sizeof kBye, sendTag(r, ucxtag::kControl), &param);
+    if (UCS_PTR_IS_PTR(bye)) ++flushing_;
+    void* flush = ucp_ep_flush_nbx(p.link->ep(), &param);
+    if (UCS_PTR_IS_PTR(flush)) ++flushing_;
   }
 }
 
@@ -339,18 +381,15 @@ void UcxWorld::stop() noexcept {
   op_timer_ = 0;
   if (world_->failure().status == Status::Cancelled) sendGoodbyes();
   // Sends to live peers finish once the peers took them (or dropped them
-  // when they heard of the break), progressed by the engine's thread;
-  // give them a bounded time.
+  // when they heard of the break), and the goodbyes leave; progressed by
+  // the engine's thread, for a bounded time.
   stopping_ = true;
   ucx_->engine()->kick();
-  drained_.wait_for(lock, kStopGrace, [&] { return pending_.empty(); });
+  drained_.wait_for(lock, kStopGrace, [&] { return pending_.empty() && flushing_ == 0; });
+  // Closing completes what is still pending on the endpoints (Cancelled);
+  // what a peer that is gone holds completes with it.
+  forceCloseLinks();
   for (auto [req, op] : pendingNow()) abandon(op);
-  for (int r = 0; r < size(); ++r) {
-    Peer& p = peers_[static_cast<size_t>(r)];
-    if (p.listening) p.link->unlisten(p.listener);
-    p.listening = false;
-    ucx_->links().release(p.link);
-  }
   for (auto& c : control_) {
     c->world = nullptr;
     if (c->request) ucp_request_cancel(worker(), c->request);
@@ -359,7 +398,7 @@ void UcxWorld::stop() noexcept {
     if (c->request) c.release();
   }
   control_.clear();
-  ucx_->retireWorldId(world_id_);
+  ucx_->releaseWorldId(world_id_);
 }
 
 }  // namespace mw

@@ -89,7 +89,8 @@ class UcxWorld : public WorldBackend {
   void abortAll();
   void onLinkFailed(int peer, const std::string& why);
   void sendGoodbyes();
-  void forceClosePeerLinks();
+  void drainArrivals();
+  void forceCloseLinks();
   void abandon(UcxOp* op);
   void armOpTimer(Clock::time_point when);
   void onOpTimer();
@@ -115,7 +116,8 @@ class UcxWorld : public WorldBackend {
   bool aborted_ = false;
   bool stopping_ = false;
   bool stopped_ = false;
-  std::condition_variable_any drained_;  // stop(): pending_ emptied
+  int flushing_ = 0;  // goodbyes and flushes on their way
+  std::condition_variable_any drained_;  // stop(): pending_ emptied, goodbyes out
 };
 
 }  // namespace mw
