@@ -59,8 +59,10 @@ class Watchdog {
     std::string detail;
     bool left = false;  // recordLeft(): meta state only
   };
+  // What this watcher knows of one peer's heartbeat, by its own clock.
   struct PeerBeat {
-    Clock::time_point last_seen;  // when its heartbeat key last existed
+    uint64_t beat = 0;          // the largest beat read so far
+    Clock::time_point changed;  // when that beat was first read (or the peer first watched)
   };
 
   void run();
@@ -73,12 +75,16 @@ class Watchdog {
   void breakWorlds(const std::string& name, uint64_t epoch, int peer, const std::string& detail, bool announce);
   void wakeUp();
   std::string heartbeatValue();
+  // Reads one peer's heartbeat value (nullptr: the key is missing); true
+  // when it is new, i.e. carries a larger beat than any read before.
+  bool readBeat(PeerBeat& peer, const redisReply* value, Clock::time_point now, bool first);
+  std::string deathDetail(int rank, const PeerBeat& peer, const redisReply* value, Clock::time_point now) const;
 
   const Config cfg_;
   const RedisUrl url_;
   const Keys keys_;
   const std::string member_;
-  const std::string heartbeat_text_;  // host and pid, for `multiworld status`
+  const std::string host_;  // with our pid in the heartbeat, for `multiworld status`
   EventQueue& events_;
 
   std::unique_ptr<RedisConnection> cmd_;  // watchdog thread only

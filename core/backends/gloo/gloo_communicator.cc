@@ -1,6 +1,7 @@
 #include "core/backends/gloo/gloo_communicator.h"
 
 #include <map>
+#include <stdexcept>
 
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
@@ -10,20 +11,13 @@
 
 #include "core/backends/gloo/gloo_collectives.h"
 #include "core/backends/gloo/gloo_store.h"
+#include "core/capped_text.h"
 #include "core/error.h"
+#include "core/redis_values.h"
 #include "core/signals.h"
 
 namespace mw {
 namespace {
-
-// Gloo's address blob for rank `peer` lists one address per other rank;
-// ours is at the same position connectFullMesh reads it from.
-std::vector<char> addressFor(const std::vector<char>& all, int peer, int rank, int size) {
-  int index = rank > peer ? rank - 1 : rank;
-  size_t each = all.size() / static_cast<size_t>(size - 1);
-  return std::vector<char>(all.begin() + static_cast<long>(index * each),
-                           all.begin() + static_cast<long>((index + 1) * each));
-}
 
 // Names the transport context under a rendezvous context, which Gloo keeps
 // protected: our buffers are TCP unbound buffers made on it directly.
@@ -70,8 +64,17 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
   std::map<std::string, int> peer_by_address;
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
-    auto blob = store.get(std::to_string(peer));
-    peer_by_address[gloo::transport::tcp::Address(addressFor(blob, peer, rank, size)).str()] = peer;
+    // Gloo's blob for rank `peer` lists one address per other rank; ours
+    // is where connectFullMesh read it from.
+    auto entry = addressEntry(store.get(std::to_string(peer)), peer, rank, size);
+    try {
+      if (!entry) throw std::invalid_argument("not one equal entry per other rank");
+      peer_by_address[gloo::transport::tcp::Address(*entry).str()] = peer;
+    } catch (const std::exception& e) {
+      throw Error(Status::Store, "the transport address of rank " + std::to_string(peer) + " in Redis (" +
+                                     store_prefix + std::to_string(peer) + ") is malformed: " +
+                                     cappedText(e.what()));
+    }
   }
   auto tcp = ctx->tcp();
   if (!tcp) throw Error(Status::Backend, "the Gloo context has no TCP transport");

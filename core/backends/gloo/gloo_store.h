@@ -1,6 +1,6 @@
 // Gloo's rendezvous store over our Redis client, scoped to one world epoch.
-// Waiting blocks in BLPOP on a per-key signal list that set() fills with one
-// token per member, so nothing polls.
+// Waiting blocks on a per-key signal list (core/redis_signal.h) that set()
+// gives one token, whatever the world's size, so nothing polls.
 #pragma once
 
 #include <chrono>
@@ -17,8 +17,10 @@ namespace mw {
 
 class GlooStore : public gloo::rendezvous::Store {
  public:
-  GlooStore(RedisPool& pool, std::string prefix, int world_size, Deadline deadline)
-      : pool_(pool), prefix_(std::move(prefix)), size_(world_size), deadline_(deadline) {}
+  // `world_size` is not needed by the signalling; it stays in the
+  // signature the backends share.
+  GlooStore(RedisPool& pool, std::string prefix, int /*world_size*/, Deadline deadline)
+      : pool_(pool), prefix_(std::move(prefix)), deadline_(deadline) {}
 
   void set(const std::string& key, const std::vector<char>& data) override;
   std::vector<char> get(const std::string& key) override;
@@ -28,7 +30,6 @@ class GlooStore : public gloo::rendezvous::Store {
  private:
   RedisPool& pool_;
   const std::string prefix_;
-  const int size_;
   const Deadline deadline_;  // the world creation's, whatever Gloo asks for
   std::map<std::string, std::vector<char>> seen_;
 };
