@@ -15,12 +15,14 @@ namespace {
 // block a rank until its keys expire.
 //
 // Bounded whatever Redis holds: no loop runs longer than the caller's own
-// size, every stored number is checked before use (Lua's tonumber takes
-// "inf", "1e30" and "0x10"), keys are checked for their type before the
-// first write (a script's writes are not undone when it fails), and
-// readiness and failure are one token on a signal list (core/redis_signal.h).
-// Only the script's own claims count toward readiness ('joined'), and a
-// count that says complete is checked against the member list itself.
+// size; a value is read only after its length is checked (HSTRLEN), and
+// every stored number is checked before use (Lua's tonumber takes "inf",
+// "1e30" and "0x10"); keys are checked for their type before the first
+// write (a script's writes are not undone when it fails); readiness and
+// failure are one token on a signal list (core/redis_signal.h).
+// 'joined' counts the valid rank fields of the member list: a new field adds
+// one, and an overwritten one (a takeover) or a count that says complete is
+// checked against the list itself, so stray fields never count.
 constexpr const char* kJoinScript = R"lua(
 local meta = KEYS[1]
 local rank = ARGV[1]
@@ -29,35 +31,52 @@ local member = ARGV[3]
 local ttl = ARGV[4]
 local hbprefix = ARGV[6]
 local base = ARGV[7]
-local function cut(v)
-  if type(v) ~= 'string' then return '(none)' end
-  if #v > 64 then return string.sub(v, 1, 64) .. '...' end
-  return v
-end
-local function count(v, digits, max)
-  if type(v) ~= 'string' or #v > digits or not string.match(v, '^%d+$') then return nil end
+local function number(n) return string.format('%d', n) end
+local function count(v, max)
+  if type(v) ~= 'string' or not string.match(v, '^%d+$') then return nil end
   local n = tonumber(v)
   if n > max then return nil end
   return n
 end
-local function holds(key, kind)
-  local t = redis.call('TYPE', key)['ok']
-  return t == 'none' or t == kind, t
-end
 local function wrongType(key, kind)
-  local ok, t = holds(key, kind)
-  if ok then return nil end
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'none' or t == kind then return nil end
   return {'corrupt', key, '', 'a ' .. t .. ' instead of a ' .. kind}
 end
-local function number(n) return string.format('%d', n) end
+-- The live member holding `field` of hash `key`, or nil.
+local function liveHolder(key, field)
+  if redis.call('HSTRLEN', key, field) > 64 then return nil end
+  local id = redis.call('HGET', key, field)
+  if id and redis.call('EXISTS', hbprefix .. id) == 1 then return id end
+  return nil
+end
+-- Valid rank fields present in hash `key`, read in bounded batches.
+local function present(key)
+  local n, first = 0, 0
+  while first < size do
+    local last = math.min(first + 1000, size) - 1
+    local ranks = {}
+    for r = first, last do ranks[#ranks + 1] = number(r) end
+    local got = redis.call('HMGET', key, unpack(ranks))
+    for i = 1, #got do
+      if got[i] then n = n + 1 end
+    end
+    first = last + 1
+  end
+  return n
+end
 
 local bad = wrongType(meta, 'hash')
 if bad then return bad end
+for _, f in ipairs({'epoch', 'size', 'state', 'joined'}) do
+  local len = redis.call('HSTRLEN', meta, f)
+  if len > 15 then return {'corrupt', meta, f, '(' .. len .. ' bytes)'} end
+end
 local cur = redis.call('HMGET', meta, 'epoch', 'size', 'state', 'joined')
 local epoch = 0
 if cur[1] then
-  epoch = count(cur[1], 15, 999999999999999)
-  if not epoch then return {'corrupt', meta, 'epoch', cut(cur[1])} end
+  epoch = count(cur[1], 999999999999999)
+  if not epoch then return {'corrupt', meta, 'epoch', cur[1]} end
 end
 local joined = 0
 if cur[3] ~= 'forming' then
@@ -67,12 +86,10 @@ if cur[3] ~= 'forming' then
     local members = base .. number(epoch) .. ':members'
     bad = wrongType(members, 'hash')
     if bad then return bad end
-    local holder = redis.call('HGET', members, rank)
-    if holder and holder ~= member and redis.call('EXISTS', hbprefix .. holder) == 1 then
-      return {'taken', cut(holder), number(epoch)}
-    end
+    local holder = liveHolder(members, rank)
+    if holder and holder ~= member then return {'taken', holder, number(epoch)} end
   end
-  if epoch >= 999999999999999 then return {'corrupt', meta, 'epoch', cut(cur[1])} end
+  if epoch >= 999999999999999 then return {'corrupt', meta, 'epoch', cur[1]} end
   epoch = epoch + 1
   -- Leftovers of an older incarnation with this number are not ours.
   redis.call('UNLINK', base .. number(epoch) .. ':members', base .. number(epoch) .. ':go')
@@ -80,10 +97,10 @@ if cur[3] ~= 'forming' then
              'created_ms', ARGV[5], 'joined', '0')
   redis.call('HDEL', meta, 'detail')
 else
-  local want = count(cur[2], 10, 2147483647)
-  if not want or want < 1 then return {'corrupt', meta, 'size', cut(cur[2])} end
-  joined = count(cur[4], 10, want)
-  if not joined then return {'corrupt', meta, 'joined', cut(cur[4])} end
+  local want = count(cur[2], 2147483647)
+  if not want or want < 1 then return {'corrupt', meta, 'size', cur[2] or '(none)'} end
+  joined = count(cur[4], want)
+  if not joined then return {'corrupt', meta, 'joined', cur[4] or '(none)'} end
   if want ~= size then
     local go = base .. number(epoch) .. ':go'
     bad = wrongType(go, 'list')
@@ -100,34 +117,18 @@ local members = base .. number(epoch) .. ':members'
 local go = base .. number(epoch) .. ':go'
 bad = wrongType(members, 'hash') or wrongType(go, 'list')
 if bad then return bad end
-local owner = redis.call('HGET', members, rank)
-if owner and redis.call('EXISTS', hbprefix .. owner) == 1 then
-  return {'taken', cut(owner), number(epoch)}
-end
-if redis.call('HSET', members, rank, member) == 1 then joined = joined + 1 end
+local owner = liveHolder(members, rank)
+if owner then return {'taken', owner, number(epoch)} end
+local fresh = redis.call('HSET', members, rank, member) == 1
+if fresh then joined = joined + 1 end
+if not fresh or joined >= size then joined = present(members) end
 redis.call('HSET', meta, 'joined', number(joined))
 redis.call('PEXPIRE', members, ttl)
 redis.call('PEXPIRE', meta, ttl)
 if joined >= size then
-  local present = 0
-  local first = 0
-  while first < size do
-    local last = math.min(first + 1000, size) - 1
-    local ranks = {}
-    for r = first, last do ranks[#ranks + 1] = number(r) end
-    local got = redis.call('HMGET', members, unpack(ranks))
-    for i = 1, #got do
-      if got[i] then present = present + 1 end
-    end
-    first = last + 1
-  end
-  if present < size then
-    redis.call('HSET', meta, 'joined', number(present))
-  else
-    redis.call('HSET', meta, 'state', 'ready')
-    redis.call('RPUSH', go, 'ok')
-    redis.call('PEXPIRE', go, ttl)
-  end
+  redis.call('HSET', meta, 'state', 'ready')
+  redis.call('RPUSH', go, 'ok')
+  redis.call('PEXPIRE', go, ttl)
 end
 return {'ok', number(epoch)}
 )lua";
@@ -135,17 +136,22 @@ return {'ok', number(epoch)}
 // Withdraws this member's claim of a forming epoch; best effort, and
 // harmless on whatever Redis holds.
 constexpr const char* kLeaveScript = R"lua(
-if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return 0 end
-local cur = redis.call('HMGET', KEYS[1], 'epoch', 'state', 'joined')
+local meta = KEYS[1]
+if redis.call('TYPE', meta)['ok'] ~= 'hash' then return 0 end
+for _, f in ipairs({'epoch', 'state', 'joined'}) do
+  if redis.call('HSTRLEN', meta, f) > 15 then return 0 end
+end
+local cur = redis.call('HMGET', meta, 'epoch', 'state', 'joined')
 if cur[1] ~= ARGV[1] or cur[2] ~= 'forming' then return 0 end
 local members = ARGV[4] .. ARGV[1] .. ':members'
-if redis.call('TYPE', members)['ok'] ~= 'hash' or redis.call('HGET', members, ARGV[2]) ~= ARGV[3] then
+if redis.call('TYPE', members)['ok'] ~= 'hash' or redis.call('HSTRLEN', members, ARGV[2]) > 64 or
+   redis.call('HGET', members, ARGV[2]) ~= ARGV[3] then
   return 0
 end
 redis.call('HDEL', members, ARGV[2])
 local joined = cur[3]
-if type(joined) == 'string' and #joined <= 10 and string.match(joined, '^%d+$') and tonumber(joined) > 0 then
-  redis.call('HSET', KEYS[1], 'joined', string.format('%d', tonumber(joined) - 1))
+if type(joined) == 'string' and string.match(joined, '^%d+$') and tonumber(joined) > 0 then
+  redis.call('HSET', meta, 'joined', string.format('%d', tonumber(joined) - 1))
 end
 return 1
 )lua";
