@@ -347,6 +347,11 @@ void Watchdog::tick() {
   if (!member_list.empty()) beats = cmd_->readReply();
   if (!worlds.empty()) markers = cmd_->readReply();
   for (size_t i = 0; i < refreshes; ++i) cmd_->readReply();
+  // Reads refused (an ACL without MGET, say) would leave peers unwatched:
+  // that is a store failure, reported as one.
+  for (const RedisReply* r : {&beats, &markers}) {
+    if (replyIsError(r->get())) throw Error(Status::Store, "reading heartbeats: " + cappedText(replyString(r->get())));
+  }
 
   auto now = Clock::now();
   // If this thread itself was held up (CPU starvation, SIGSTOP, a Redis

@@ -48,6 +48,15 @@ std::string RedisClient::text(const std::vector<std::string>& args) {
   }
 }
 
+RedisReplyPtr RedisClient::nextPushed(std::chrono::milliseconds timeout) {
+  if (!ok()) return RedisReplyPtr(nullptr, freeReplyObject);
+  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  redisSetTimeout(c_, tv);
+  void* r = nullptr;
+  if (redisGetReply(c_, &r) != REDIS_OK) r = nullptr;
+  return RedisReplyPtr(static_cast<redisReply*>(r), freeReplyObject);
+}
+
 void startPinger(Workers& workers, const std::string& socket, PingStats& stats) {
   workers.add([socket, &stats] {
     RedisClient c(socket);

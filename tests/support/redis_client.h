@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,6 +32,9 @@ class RedisClient {
   // The reply as text: a string/status/error's text, an integer in decimal,
   // "(nil)", or "(array of N)".
   std::string text(const std::vector<std::string>& args);
+  // After SUBSCRIBE: the next message pushed to this client, or nullptr
+  // when none came within `timeout` (the connection is unusable then).
+  RedisReplyPtr nextPushed(std::chrono::milliseconds timeout);
 
  private:
   redisContext* c_ = nullptr;
