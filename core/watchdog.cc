@@ -222,7 +222,7 @@ void Watchdog::run() {
       if (sub_ && n > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) drainSubscriber();
       if (cmd_) publishNotices();
       if (Clock::now() >= next_tick) {
-        if (cmd_) tick();
+        if (cmd_) tick(next_tick);
         last_tick_ = Clock::now();
         next_tick = std::max(next_tick + cfg_.heartbeat_interval, Clock::now());
       }
@@ -305,7 +305,7 @@ void Watchdog::publishNotices() {
   }
 }
 
-void Watchdog::tick() {
+void Watchdog::tick(Clock::time_point scheduled) {
   std::vector<Watched> worlds;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -384,8 +384,10 @@ void Watchdog::tick() {
     for (size_t i = 0; i < member_list.size(); ++i) {
       const redisReply* value = beats->element[i];
       auto [it, first] = peers_.try_emplace(member_list[i]);
-      if (readBeat(it->second, value, now, first)) continue;
-      if (now >= judge_after_ && now - it->second.changed >= cfg_.heartbeat_timeout) dead[member_list[i]] = value;
+      if (readBeat(it->second, value, scheduled, first)) continue;
+      if (now >= judge_after_ && scheduled - it->second.changed >= cfg_.heartbeat_timeout) {
+        dead[member_list[i]] = value;
+            }
     }
   }
   // Forget peers no world refers to any more.
@@ -397,7 +399,7 @@ void Watchdog::tick() {
       auto found = dead.find(w.members[r]);
       if (static_cast<int>(r) == w.rank || found == dead.end()) continue;
       breakWorlds(w.name, w.epoch, static_cast<int>(r),
-                  deathDetail(static_cast<int>(r), peers_[found->first], found->second, now), true);
+                  deathDetail(static_cast<int>(r), peers_[found->first], found->second, scheduled), true);
       break;
     }
   }

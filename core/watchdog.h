@@ -59,14 +59,18 @@ class Watchdog {
     std::string detail;
     bool left = false;  // recordLeft(): meta state only
   };
-  // What this watcher knows of one peer's heartbeat, by its own clock.
+  // What this watcher knows of one peer's heartbeat, by its own clock: the
+  // times ticks were due, which are exactly an interval apart, so a verdict
+  // falls on the tick it is due and not one later because a wake-up ran a
+  // little late.
   struct PeerBeat {
     uint64_t beat = 0;          // the largest beat read so far
     Clock::time_point changed;  // when that beat was first read (or the peer first watched)
   };
 
   void run();
-  void tick();
+  // `scheduled`: when this tick was due (see PeerBeat).
+  void tick(Clock::time_point scheduled);
   void connect();
   void disconnect(const std::string& why);
   void drainSubscriber();
