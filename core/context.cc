@@ -10,6 +10,7 @@
 #include "core/backends/nccl/nccl_communicator.h"
 #include "core/backends/nccl/nccl_plugin_loader.h"
 #include "core/error.h"
+#include "core/lanes.h"
 #include "core/log.h"
 
 namespace mw {
@@ -138,7 +139,8 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
                                      keys_.worldEpoch(name, f.epoch, "n:"), rank, size, device, deadline);
   }
   WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
-  auto world = std::make_shared<World>(std::move(id), std::move(comm), *this, cfg_.op_timeout);
+  auto world = std::make_shared<World>(std::move(id), std::make_unique<LaneBackend>(std::move(comm)), *this,
+                                       cfg_.op_timeout);
   world->start();
   watchdog_->watch(world);
   std::lock_guard<std::mutex> lock(m_);
