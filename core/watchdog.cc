@@ -73,7 +73,8 @@ Watchdog::Watchdog(const Config& cfg, const RedisUrl& url, const Keys& keys, std
       keys_(keys),
       member_(std::move(member_id)),
       host_(hostName()),
-      events_(events) {
+      events_(events),
+      liveness_(cfg.heartbeat_timeout) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw Error(Status::Internal, "eventfd failed");
   try {
@@ -375,62 +376,25 @@ void Watchdog::tick(Clock::time_point scheduled) {
     }
   }
 
-  // A peer is dead when this watcher has read no new beat from it for
-  // heartbeat_timeout_ms of its own clock. Whether the key exists says
-  // nothing by itself: a failover, an eviction or a DEL can drop it, and the
-  // peer's next beat writes it again.
-  std::map<std::string, const redisReply*> dead;
+  std::map<std::string, std::optional<std::string_view>> dead;
   if (beats && beats->type == REDIS_REPLY_ARRAY && beats->elements == member_list.size()) {
     for (size_t i = 0; i < member_list.size(); ++i) {
-      const redisReply* value = beats->element[i];
-      auto [it, first] = peers_.try_emplace(member_list[i]);
-      if (readBeat(it->second, value, scheduled, first)) continue;
-      if (now >= judge_after_ && scheduled - it->second.changed >= cfg_.heartbeat_timeout) {
-        dead[member_list[i]] = value;
-            }
+      const redisReply* b = beats->element[i];
+      std::optional<std::string_view> value;
+      if (b && b->type == REDIS_REPLY_STRING) value = std::string_view(b->str, b->len);
+      if (liveness_.overdue(member_list[i], value, scheduled) && now >= judge_after_) dead[member_list[i]] = value;
     }
   }
-  // Forget peers no world refers to any more.
-  for (auto it = peers_.begin(); it != peers_.end();) {
-    it = members.count(it->first) ? std::next(it) : peers_.erase(it);
-  }
+  liveness_.retain(members);
   for (const auto& w : worlds) {
     for (size_t r = 0; r < w.members.size(); ++r) {
       auto found = dead.find(w.members[r]);
       if (static_cast<int>(r) == w.rank || found == dead.end()) continue;
       breakWorlds(w.name, w.epoch, static_cast<int>(r),
-                  deathDetail(static_cast<int>(r), peers_[found->first], found->second, scheduled), true);
+                  liveness_.describe(static_cast<int>(r), found->first, found->second, scheduled), true);
       break;
     }
   }
-}
-
-bool Watchdog::readBeat(PeerBeat& peer, const redisReply* value, Clock::time_point now, bool first) {
-  std::optional<Heartbeat> hb;
-  if (value && value->type == REDIS_REPLY_STRING) hb = parseHeartbeat(std::string_view(value->str, value->len));
-  if (first) peer.changed = now;  // just formed with us: alive
-  if (!hb || (!first && hb->beat <= peer.beat)) return first;
-  peer.beat = hb->beat;
-  peer.changed = now;
-  return true;
-}
-
-std::string Watchdog::deathDetail(int rank, const PeerBeat& peer, const redisReply* value,
-                                  Clock::time_point now) const {
-  std::string found;
-  if (!value || value->type != REDIS_REPLY_STRING) {
-    found = "its heartbeat key is missing";
-  } else if (auto hb = parseHeartbeat(std::string_view(value->str, value->len))) {
-    found = "its heartbeat key holds beat " + std::to_string(hb->beat);
-  } else {
-    found = "its heartbeat key holds '" + cappedText(std::string_view(value->str, value->len)) +
-            "', not a heartbeat";
-  }
-  auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(now - peer.changed);
-  return "rank " + std::to_string(rank) + " sent no new heartbeat for " + std::to_string(quiet.count()) +
-         " ms by this member's clock (heartbeat_timeout_ms=" + std::to_string(cfg_.heartbeat_timeout.count()) +
-         "): the last new one read was " +
-         (peer.beat > 0 ? "beat " + std::to_string(peer.beat) : std::string("none")) + ", and " + found;
 }
 
 }  // namespace mw

@@ -18,6 +18,7 @@
 #include "core/deadline.h"
 #include "core/event_queue.h"
 #include "core/keys.h"
+#include "core/peer_liveness.h"
 #include "core/redis_connection.h"
 
 namespace mw {
@@ -59,17 +60,9 @@ class Watchdog {
     std::string detail;
     bool left = false;  // recordLeft(): meta state only
   };
-  // What this watcher knows of one peer's heartbeat, by its own clock: the
-  // times ticks were due, which are exactly an interval apart, so a verdict
-  // falls on the tick it is due and not one later because a wake-up ran a
-  // little late.
-  struct PeerBeat {
-    uint64_t beat = 0;          // the largest beat read so far
-    Clock::time_point changed;  // when that beat was first read (or the peer first watched)
-  };
 
   void run();
-  // `scheduled`: when this tick was due (see PeerBeat).
+  // `scheduled`: when this tick was due (see PeerLiveness::overdue).
   void tick(Clock::time_point scheduled);
   void connect();
   void disconnect(const std::string& why);
@@ -79,10 +72,6 @@ class Watchdog {
   void breakWorlds(const std::string& name, uint64_t epoch, int peer, const std::string& detail, bool announce);
   void wakeUp();
   std::string heartbeatValue();
-  // Reads one peer's heartbeat value (nullptr: the key is missing); true
-  // when it is new, i.e. carries a larger beat than any read before.
-  bool readBeat(PeerBeat& peer, const redisReply* value, Clock::time_point now, bool first);
-  std::string deathDetail(int rank, const PeerBeat& peer, const redisReply* value, Clock::time_point now) const;
 
   const Config cfg_;
   const RedisUrl url_;
@@ -94,7 +83,7 @@ class Watchdog {
   std::unique_ptr<RedisConnection> cmd_;  // watchdog thread only
   std::unique_ptr<RedisConnection> sub_;  // watchdog thread only
   uint64_t beat_ = 0;
-  std::map<std::string, PeerBeat> peers_;  // watchdog thread only
+  PeerLiveness liveness_;  // watchdog thread only
   Clock::time_point last_tick_;
   Clock::time_point judge_after_;  // no verdicts before this (outage, stall)
   Clock::time_point next_reconnect_;
