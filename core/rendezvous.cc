@@ -174,6 +174,33 @@ std::string describeCorrupt(const JoinReply& v) {
   return "Redis key " + v.key + " field '" + v.field + "' holds '" + v.value + "', not a valid value";
 }
 
+// The member id of every rank of a formed epoch, read for ranks 0..size-1
+// only (whatever else the hash holds).
+std::vector<std::string> readMembers(RedisConnection& conn, const Keys& keys, const std::string& world,
+                                     uint64_t epoch, int size) {
+  const std::string key = keys.worldEpoch(world, epoch, "members");
+  std::vector<std::string> hmget = {"HMGET", key};
+  for (int r = 0; r < size; ++r) hmget.push_back(std::to_string(r));
+  auto reply = conn.command(hmget);
+  if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != static_cast<size_t>(size)) {
+    std::string why = replyIsError(reply.get()) ? ": " + cappedText(replyString(reply.get())) : "";
+    throw Error(Status::Store, "world '" + world + "': cannot read the member list " + key + why);
+  }
+  std::vector<std::optional<std::string>> fields;
+  fields.reserve(static_cast<size_t>(size));
+  for (size_t i = 0; i < reply->elements; ++i) {
+    const redisReply* e = reply->element[i];
+    if (e && e->type == REDIS_REPLY_STRING) fields.emplace_back(replyString(e));
+    else fields.emplace_back(std::nullopt);
+  }
+  MemberList list = parseMemberList(fields);
+  if (list.bad_rank >= 0) {
+    throw Error(Status::Store, "world '" + world + "' epoch " + std::to_string(epoch) + ": Redis key " + key +
+                                   " lacks a valid member id for rank " + std::to_string(list.bad_rank));
+  }
+  return std::move(list.members);
+}
+
 }  // namespace
 
 Formation Rendezvous::join(const std::string& world, int rank, int size, Deadline deadline) {
@@ -219,28 +246,7 @@ Formation Rendezvous::join(const std::string& world, int rank, int size, Deadlin
   }
   if (!go->ok) throw Error(Status::InvalidArgument, "world '" + world + "': " + go->why);
 
-  const std::string members_key = keys_.worldEpoch(world, f.epoch, "members");
-  std::vector<std::string> hmget = {"HMGET", members_key};
-  for (int r = 0; r < size; ++r) hmget.push_back(std::to_string(r));
-  auto members = conn->command(hmget);
-  if (!members || members->type != REDIS_REPLY_ARRAY || members->elements != static_cast<size_t>(size)) {
-    std::string why = replyIsError(members.get()) ? ": " + cappedText(replyString(members.get())) : "";
-    throw Error(Status::Store, "world '" + world + "': cannot read the member list " + members_key + why);
-  }
-  std::vector<std::optional<std::string>> fields;
-  fields.reserve(static_cast<size_t>(size));
-  for (size_t i = 0; i < members->elements; ++i) {
-    const redisReply* e = members->element[i];
-    if (e && e->type == REDIS_REPLY_STRING) fields.emplace_back(replyString(e));
-    else fields.emplace_back(std::nullopt);
-  }
-  MemberList list = parseMemberList(fields);
-  if (list.bad_rank >= 0) {
-    throw Error(Status::Store, "world '" + world + "' epoch " + std::to_string(f.epoch) + ": Redis key " +
-                                   members_key + " lacks a valid member id for rank " +
-                                   std::to_string(list.bad_rank));
-  }
-  f.members = std::move(list.members);
+  f.members = readMembers(*conn, keys_, world, f.epoch, size);
   return f;
 }
 
