@@ -22,9 +22,11 @@ constexpr size_t kMaxNotices = 4096;
 constexpr std::chrono::milliseconds kFirstBackoff{25};
 constexpr int kRefreshEveryTicks = 10;
 
-// Both scripts leave a meta record of another type or epoch alone.
+// Both scripts leave a meta record of another type or epoch alone, and
+// read no field longer than an epoch.
 constexpr const char* kLeftScript = R"lua(
-if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] and
+if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HSTRLEN', KEYS[1], 'epoch') <= 15 and
+   redis.call('HSTRLEN', KEYS[1], 'state') <= 15 and redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] and
    redis.call('HGET', KEYS[1], 'state') == 'ready' then
   redis.call('HSET', KEYS[1], 'state', 'left', 'detail', ARGV[2])
 end
@@ -35,7 +37,8 @@ return 1
 // world's meta record shows the break to `multiworld status`.
 constexpr const char* kMarkScript = R"lua(
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then
+if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HSTRLEN', KEYS[1], 'epoch') <= 15 and
+   redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then
   redis.call('HSET', KEYS[1], 'state', 'broken', 'detail', ARGV[4])
 end
 return 1
