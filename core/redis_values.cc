@@ -1,6 +1,9 @@
 #include "core/redis_values.h"
 
+#include <sys/socket.h>
+
 #include <climits>
+#include <cstring>
 
 #include "core/capped_text.h"
 #include "core/config.h"
@@ -183,6 +186,22 @@ std::optional<std::vector<char>> addressEntry(const std::vector<char>& list, int
   const size_t index = static_cast<size_t>(rank > peer ? rank - 1 : rank);
   auto first = list.begin() + static_cast<std::ptrdiff_t>(index * each);
   return std::vector<char>(first, first + static_cast<std::ptrdiff_t>(each));
+}
+
+std::string addressListProblem(const std::vector<char>& list, int size, size_t entry_bytes) {
+  const size_t others = size > 1 ? static_cast<size_t>(size - 1) : 0;
+  if (others == 0 || entry_bytes < sizeof(sockaddr_storage) || list.size() != others * entry_bytes) {
+    return std::to_string(list.size()) + " bytes, not " + std::to_string(others) + " addresses of " +
+           std::to_string(entry_bytes) + " bytes";
+  }
+  for (size_t i = 0; i < others; ++i) {
+    sockaddr_storage ss;
+    std::memcpy(&ss, list.data() + i * entry_bytes, sizeof ss);
+    if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) {
+      return "address " + std::to_string(i) + " of family " + std::to_string(ss.ss_family) + ", not IPv4 or IPv6";
+    }
+  }
+  return "";
 }
 
 }  // namespace mw

@@ -92,5 +92,8 @@ std::optional<GoToken> parseGoToken(std::string_view text);
 // other size-1 ranks, in rank order (Gloo's full-mesh exchange). The entry
 // meant for `rank`, or nullopt when the list cannot be split that way.
 std::optional<std::vector<char>> addressEntry(const std::vector<char>& list, int peer, int rank, int size);
+// Why `list` is not such a list of `entry_bytes` entries that each begin
+// with an IPv4 or IPv6 socket address (a sockaddr_storage); "" when it is.
+std::string addressListProblem(const std::vector<char>& list, int size, size_t entry_bytes);
 
 }  // namespace mw

@@ -264,3 +264,55 @@ TEST(ControlPlane, StrayMemberFieldsDoNotMakeAWorldReady) {
   workers.add([&] { return member(2); });
   EXPECT_TRUE(workers.join(60s));
 }
+
+// A transport address in Redis that is not one: creation fails with
+// MW_ERR_STORE naming the key, before the transport parses it, and the
+// process lives on.
+TEST(ControlPlane, MalformedTransportAddressesFailCleanly) {
+  RedisServer redis;
+  RedisClient admin(redis.socketPath());
+  ASSERT_TRUE(admin.ok());
+  // Gloo's address is 136 bytes: a sockaddr_storage and a sequence number.
+  const std::vector<std::string> blobs = {"", "x", std::string(135, 'a'), std::string(137, '\xff'),
+                                          std::string(100000, '\0'), std::string(136, '\xff')};
+  struct Board {
+    std::atomic<int> failed{0};
+  };
+  Shared<Board> board;
+  Workers workers;
+  workers.add([&] {
+    mw_context_t* ctx = newContext(redis.url());
+    MWT_REQUIRE(ctx);
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      mw_world_t* w = nullptr;
+      std::string name = "addr" + std::to_string(i);
+      mw_status_t s = mw_world_create(ctx, name.c_str(), 0, 2, hostBackend(), 0, 5000, &w);
+      std::fprintf(stderr, "blob %zu: %s: %.200s\n", i, mw_status_string(s), mw_last_error());
+      MWT_REQUIRE(expectStatus(s, MW_ERR_STORE, "create over a malformed address"));
+      MWT_REQUIRE(contains(mw_last_error(), epochKey(name, 1, "g:1")));
+      board->failed.fetch_add(1);
+    }
+    mw_world_t* w = nullptr;
+    MWT_CHECK(mw_world_create(ctx, "clean", 0, 1, hostBackend(), 0, 5000, &w));
+    MWT_CHECK(mw_world_destroy(w));
+    mw_context_free(ctx);
+    return 0;
+  });
+  // This test plays rank 1: a claim with a live heartbeat, then a bad address.
+  for (size_t i = 0; i < blobs.size(); ++i) {
+    const std::string name = "addr" + std::to_string(i);
+    ASSERT_TRUE(eventually([&] { return admin.text({"HGET", metaKey(name), "joined"}) == "1"; }, 10s)) << name;
+    ASSERT_EQ(admin.text({"SET", "mw:hb:fake", "1 host 1 1", "PX", "60000"}), "OK");
+    ASSERT_EQ(admin.text({"EVAL",
+                          "redis.call('HSET', KEYS[1], '1', 'fake') "
+                          "redis.call('HSET', KEYS[2], 'joined', '2', 'state', 'ready') "
+                          "return redis.call('RPUSH', KEYS[3], 'ok')",
+                          "3", epochKey(name, 1, "members"), metaKey(name), epochKey(name, 1, "go")}),
+              "1");
+    const std::string addr = epochKey(name, 1, "g:1");
+    ASSERT_EQ(admin.text({"SET", addr, blobs[i]}), "OK");
+    admin.cmd({"RPUSH", addr + ":sig", "1"});
+    ASSERT_TRUE(eventually([&] { return board->failed.load() == static_cast<int>(i) + 1; }, 10s)) << name;
+  }
+  EXPECT_TRUE(workers.join(30s));
+}

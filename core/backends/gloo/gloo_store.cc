@@ -31,6 +31,8 @@ std::vector<char> GlooStore::get(const std::string& key) {
     auto r = conn->command({"GET", full});
     if (r && r->type == REDIS_REPLY_STRING) {
       std::vector<char> value(r->str, r->str + r->len);
+      std::string problem = check_ ? check_(key, value) : "";
+      if (!problem.empty()) throw Error(Status::Store, "Redis key " + full + " holds " + cappedText(problem));
       seen_.emplace(key, value);
       return value;
     }

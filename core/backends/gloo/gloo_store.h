@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,6 +23,11 @@ class GlooStore : public gloo::rendezvous::Store {
   GlooStore(RedisPool& pool, std::string prefix, int /*world_size*/, Deadline deadline)
       : pool_(pool), prefix_(std::move(prefix)), deadline_(deadline) {}
 
+  // Checks every value get() reads: "" accepts it, anything else is why
+  // not, and get() throws Error(Store) naming the key.
+  using Check = std::function<std::string(const std::string& key, const std::vector<char>& value)>;
+  void checkValuesWith(Check check) { check_ = std::move(check); }
+
   void set(const std::string& key, const std::vector<char>& data) override;
   std::vector<char> get(const std::string& key) override;
   void wait(const std::vector<std::string>& keys) override;
@@ -32,6 +38,7 @@ class GlooStore : public gloo::rendezvous::Store {
   const std::string prefix_;
   const Deadline deadline_;  // the world creation's, whatever Gloo asks for
   std::map<std::string, std::vector<char>> seen_;
+  Check check_;
 };
 
 }  // namespace mw
