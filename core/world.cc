@@ -32,11 +32,12 @@ OpResult World::failure() const {
 Request* World::submit(const OpDesc& op, uint64_t user_data) {
   validateOp(op, id_.rank, id_.size);
   std::lock_guard<std::mutex> issue(issue_m_);
-  if (state() != WorldState::Ready) {
+  const WorldState now = state();
+  if (now != WorldState::Ready && !(now == WorldState::Broken && backend_->runsWhenBroken(op))) {
     OpResult f = failure();
     throw Error(f.status, f.detail);
   }
-  Request* r = Request::create(shared_from_this(), owner_.completions(), user_data);
+  Request* r = Request::create(shared_from_this(), owner_.completions(), user_data, backend_->driver());
   try {
     backend_->submit(op, r->shared_from_this());
   } catch (const TransportError& e) {
@@ -60,16 +61,21 @@ void World::cancel(Request& r) {
 void World::breakWorld(int peer_rank, const std::string& detail, bool announce) {
   {
     std::lock_guard<std::mutex> lock(m_);
-    if (state_ != WorldState::Ready) return;
-    state_ = WorldState::Broken;
-    broken_detail_ = detail;
-    // The event is queued before any request can fail for this break, so a
-    // program that sees a failed request finds the event (and the blamed
-    // peer) already waiting. The owner only queues; it never calls back.
-    owner_.worldBroken(shared_from_this(), peer_rank, detail, announce);
+    if (state_ == WorldState::Destroyed) return;
+    if (state_ == WorldState::Ready) {
+      state_ = WorldState::Broken;
+      broken_detail_ = detail;
+      // The event is queued before any request can fail for this break, so
+      // a program that sees a failed request finds the event (and the
+      // blamed peer) already waiting. The owner only queues; it never
+      // calls back.
+      owner_.worldBroken(shared_from_this(), peer_rank, detail, announce);
+      MW_LOG(LogLevel::Info, "world %s epoch %llu broken (peer %d): %s", id_.name.c_str(),
+             static_cast<unsigned long long>(id_.epoch), peer_rank, detail.c_str());
+    }
   }
-  MW_LOG(LogLevel::Info, "world %s epoch %llu broken (peer %d): %s", id_.name.c_str(),
-         static_cast<unsigned long long>(id_.epoch), peer_rank, detail.c_str());
+  // Also on a world broken already: a backend that let operations finish
+  // with what had arrived (a member left) stops them now.
   backend_->abort();
 }
 

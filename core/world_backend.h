@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/op.h"
+#include "core/progress_driver.h"
 
 namespace mw {
 
@@ -28,6 +29,14 @@ class WorldBackend {
   // to be broken, and Error for an operation it cannot run.
   virtual void submit(const OpDesc& op, const std::shared_ptr<Request>& r) = 0;
 
+  // On a broken world, submit() is still called for an operation this
+  // says yes to: one that can finish with what already arrived (UCX: a
+  // receive of a message that a member sent before it left).
+  virtual bool runsWhenBroken(const OpDesc& op) {
+    (void)op;
+    return false;
+  }
+
   // mw_request_cancel: true when `r`'s operation was taken back without
   // involving the other members (`r` then completes Cancelled); false when
   // only breaking the world can stop it.
@@ -35,13 +44,18 @@ class WorldBackend {
 
   // The world broke or is being destroyed: every pending and later
   // operation completes with the world's failure (World::failure).
-  // Idempotent; from any thread.
+  // Idempotent; from any thread; called again for each later failure of
+  // a broken world.
   virtual void abort() noexcept = 0;
 
   // After abort(), from destroy: releases sockets, threads, endpoints and
   // memory in bounded time. Nothing of the backend runs afterwards, except
   // what it documents as left behind.
   virtual void stop() noexcept = 0;
+
+  // The engine a thread waiting for this world's requests may drive
+  // itself; null for backends progressed by their own threads.
+  virtual std::shared_ptr<ProgressDriver> driver() { return nullptr; }
 };
 
 }  // namespace mw

@@ -661,7 +661,7 @@ struct Member {
   bool join(const std::string& url, const char* name, int rank, int size) {
     ctx = mwtest::newContext(url, kSettings);
     if (!ctx) return false;
-    mw_status_t s = mw_world_create(ctx, name, rank, size, MW_BACKEND_GLOO, 0, 60000, &world);
+    mw_status_t s = mw_world_create(ctx, name, rank, size, mwtest::hostBackend(), 0, 60000, &world);
     if (s != MW_OK) {
       std::fprintf(stderr, "rank %d: mw_world_create(%s) -> %s (%s)\n", rank, name, mw_status_string(s),
                    mw_last_error());
@@ -1215,6 +1215,22 @@ TEST(Ops, EveryCollectiveDtypeAndOpOnFourRanks) {
   SharedCounter arrived;
   EXPECT_TRUE(mwtest::runRanks(
       4, [&](int rank) { return collectivesWorker(redis.url(), rank, 4, arrived.counter); }, kGroupTimeout));
+}
+
+// Three and five: no power of two, so every tree is uneven and allreduce
+// takes its reduce-then-broadcast and ring paths.
+TEST(Ops, EveryCollectiveDtypeAndOpOnThreeRanks) {
+  mwtest::RedisServer redis;
+  SharedCounter arrived;
+  EXPECT_TRUE(mwtest::runRanks(
+      3, [&](int rank) { return collectivesWorker(redis.url(), rank, 3, arrived.counter); }, kGroupTimeout));
+}
+
+TEST(Ops, EveryCollectiveDtypeAndOpOnFiveRanks) {
+  mwtest::RedisServer redis;
+  SharedCounter arrived;
+  EXPECT_TRUE(mwtest::runRanks(
+      5, [&](int rank) { return collectivesWorker(redis.url(), rank, 5, arrived.counter); }, kGroupTimeout));
 }
 
 TEST(Ops, PointToPointIsFifo) {
