@@ -16,7 +16,7 @@ bool PeerLiveness::overdue(const std::string& member, std::optional<std::string_
     peer.changed = at;
     return false;
   }
-  return at - peer.changed >= timeout_;
+  return at - peer.changed + jitter_ >= timeout_;
 }
 
 std::string PeerLiveness::describe(int rank, const std::string& member, std::optional<std::string_view> value,

@@ -20,13 +20,17 @@ namespace mw {
 
 class PeerLiveness {
  public:
-  explicit PeerLiveness(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  // `interval`: how often the watchdog reads. A quarter of it is the
+  // jitter allowed between two reads an exact number of intervals apart,
+  // so a verdict falls on the read it is due, not one interval later
+  // because that read ran a little earlier after its tick than the one
+  // that saw the last beat.
+  PeerLiveness(std::chrono::milliseconds timeout, std::chrono::milliseconds interval)
+      : timeout_(timeout), jitter_(interval / 4) {}
 
-  // Records what a tick read for `member` (nullopt: no key) at `at`, the
-  // time the tick was due: due times are exactly an interval apart, so a
-  // verdict falls on the tick it is due, not one later because a wake-up
-  // ran a little late. The first read of a peer counts as alive. True when
-  // the peer is overdue.
+  // Records what a read at `at` found for `member` (nullopt: no key). The
+  // first read of a peer counts as alive. True when the peer is overdue: no
+  // new beat read for the timeout (less the jitter).
   bool overdue(const std::string& member, std::optional<std::string_view> value, Clock::time_point at);
 
   // What was observed of an overdue peer, for the break's message.
@@ -42,6 +46,7 @@ class PeerLiveness {
     Clock::time_point changed;  // when it was first read, or the peer first seen
   };
   const std::chrono::milliseconds timeout_;
+  const std::chrono::milliseconds jitter_;
   std::map<std::string, Peer> peers_;
 };
 

@@ -77,7 +77,7 @@ Watchdog::Watchdog(const Config& cfg, const RedisUrl& url, const Keys& keys, std
       member_(std::move(member_id)),
       host_(hostName()),
       events_(events),
-      liveness_(cfg.heartbeat_timeout) {
+      liveness_(cfg.heartbeat_timeout, cfg.heartbeat_interval) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw Error(Status::Internal, "eventfd failed");
   try {
@@ -226,7 +226,7 @@ void Watchdog::run() {
       if (sub_ && n > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) drainSubscriber();
       if (cmd_) publishNotices();
       if (Clock::now() >= next_tick) {
-        if (cmd_) tick(next_tick);
+        if (cmd_) tick();
         last_tick_ = Clock::now();
         next_tick = std::max(next_tick + cfg_.heartbeat_interval, Clock::now());
       }
@@ -309,7 +309,7 @@ void Watchdog::publishNotices() {
   }
 }
 
-void Watchdog::tick(Clock::time_point scheduled) {
+void Watchdog::tick() {
   std::vector<Watched> worlds;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -385,7 +385,7 @@ void Watchdog::tick(Clock::time_point scheduled) {
       const redisReply* b = beats->element[i];
       std::optional<std::string_view> value;
       if (b && b->type == REDIS_REPLY_STRING) value = std::string_view(b->str, b->len);
-      if (liveness_.overdue(member_list[i], value, scheduled) && now >= judge_after_) dead[member_list[i]] = value;
+      if (liveness_.overdue(member_list[i], value, now) && now >= judge_after_) dead[member_list[i]] = value;
     }
   }
   liveness_.retain(members);
@@ -394,7 +394,7 @@ void Watchdog::tick(Clock::time_point scheduled) {
       auto found = dead.find(w.members[r]);
       if (static_cast<int>(r) == w.rank || found == dead.end()) continue;
       breakWorlds(w.name, w.epoch, static_cast<int>(r),
-                  liveness_.describe(static_cast<int>(r), found->first, found->second, scheduled), true);
+                  liveness_.describe(static_cast<int>(r), found->first, found->second, now), true);
       break;
     }
   }

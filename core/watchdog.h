@@ -62,8 +62,7 @@ class Watchdog {
   };
 
   void run();
-  // `scheduled`: when this tick was due (see PeerLiveness::overdue).
-  void tick(Clock::time_point scheduled);
+  void tick();
   void connect();
   void disconnect(const std::string& why);
   void drainSubscriber();

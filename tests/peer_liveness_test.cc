@@ -21,7 +21,7 @@ class PeerLivenessTest : public ::testing::Test {
     if (value) return live_.overdue("peer", std::string_view(*value), t_);
     return live_.overdue("peer", std::nullopt, t_);
   }
-  mw::PeerLiveness live_{kTimeout};
+  mw::PeerLiveness live_{kTimeout, 100ms};
   Clock::time_point t_{};
 };
 
@@ -64,6 +64,13 @@ TEST_F(PeerLivenessTest, AForgottenPeerStartsAfresh) {
   for (int i = 0; i < 20; ++i) tick(beat(1));
   live_.retain({});
   EXPECT_FALSE(tick(beat(1)));  // first read again: alive
+}
+
+TEST_F(PeerLivenessTest, AVerdictAllowsAQuarterIntervalOfJitterAndNoMore) {
+  const Clock::time_point read = t_ + 437ms;  // a read that ran late: its own time counts
+  EXPECT_FALSE(live_.overdue("peer", std::string_view(beat(3)), read));
+  EXPECT_FALSE(live_.overdue("peer", std::string_view(beat(3)), read + 974ms));
+  EXPECT_TRUE(live_.overdue("peer", std::string_view(beat(3)), read + 975ms));
 }
 
 }  // namespace
