@@ -68,7 +68,7 @@ const std::vector<std::string>& Config::keys() {
   static const std::vector<std::string> k = {
       "redis_url",     "namespace",    "heartbeat_interval_ms", "heartbeat_timeout_ms",
       "op_timeout_ms", "bind_address", "log_level",             "store_timeout_ms",
-      "spin_us"};
+      "spin_us",       "max_world_size"};
   return k;
 }
 
@@ -109,6 +109,8 @@ void Config::set(const std::string& key, const std::string& value) {
     store_timeout = parseMillis(key, value, 10, 600000);
   } else if (key == "spin_us") {
     spin = std::chrono::microseconds(parseInteger(key, value, 0, 1000000));
+  } else if (key == "max_world_size") {
+    max_world_size = static_cast<int>(parseInteger(key, value, 1, std::numeric_limits<int>::max()));
   } else {
     std::string known;
     for (const auto& k : keys()) known += (known.empty() ? "" : ", ") + k;

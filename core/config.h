@@ -21,6 +21,10 @@ struct Config {
   // How long a wait that drives the progress engine itself spins before it
   // sleeps (the hybrid wait of MPI and UCX); 0: never spin.
   std::chrono::microseconds spin{20};
+  // The largest world a create may ask for, checked before Redis is
+  // touched: it bounds what one caller can make every member, and Redis,
+  // hold for a world.
+  int max_world_size = 65536;
 
   // Defaults, with redis_url and bind_address taken from MW_REDIS_URL and
   // MW_BIND_ADDRESS when set.

@@ -120,6 +120,10 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
                 "world name '" + name.substr(0, 160) + "' must be 1..128 chars of [A-Za-z0-9._:-]");
   }
   if (size < 1) throw Error(Status::InvalidArgument, "world size " + std::to_string(size) + " must be >= 1");
+  if (size > cfg_.max_world_size) {
+    throw Error(Status::InvalidArgument, "world size " + std::to_string(size) + " exceeds max_world_size " +
+                                             std::to_string(cfg_.max_world_size));
+  }
   if (rank < 0 || rank >= size) {
     throw Error(Status::InvalidArgument,
                 "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(size) + ")");

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/capped_text.h"
 #include "core/error.h"
 
 namespace mw {
@@ -144,7 +145,7 @@ std::unique_ptr<RedisConnection> RedisConnection::connect(
         r->type != REDIS_REPLY_STATUS) {
       std::string msg = replyString(r.get());
       throw Error(Status::Store, "redis " + red + ": AUTH failed: " +
-                                     (msg.empty() ? "unexpected reply" : msg));
+                                     (msg.empty() ? "unexpected reply" : cappedText(msg)));
     }
   }
   if (url.db != 0) {
@@ -160,7 +161,7 @@ std::unique_ptr<RedisConnection> RedisConnection::connect(
       std::string msg = replyString(r.get());
       throw Error(Status::Store,
                   "redis " + red + ": SELECT " + std::to_string(url.db) +
-                      " failed: " + (msg.empty() ? "unexpected reply" : msg));
+                      " failed: " + (msg.empty() ? "unexpected reply" : cappedText(msg)));
     }
   }
   return conn;

@@ -24,7 +24,9 @@ class Rendezvous {
       : pool_(pool), keys_(keys), member_(std::move(member_id)) {}
 
   // Throws Error: InvalidArgument (sizes disagree), AlreadyExists (rank held
-  // by a live member), Timeout, Store.
+  // by a live member), Timeout, Store (Redis unreachable, or a value under
+  // the world's keys that is not the library's, naming the key). The work
+  // it does in Redis is bounded by `size`, whatever Redis holds.
   Formation join(const std::string& world, int rank, int size, Deadline deadline);
 
   // Withdraws a claim after a failed join; best effort.

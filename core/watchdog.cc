@@ -7,10 +7,11 @@
 
 #include <algorithm>
 #include <set>
-#include <sstream>
 
+#include "core/capped_text.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/redis_values.h"
 #include "core/signals.h"
 #include "core/world.h"
 
@@ -21,19 +22,23 @@ constexpr size_t kMaxNotices = 4096;
 constexpr std::chrono::milliseconds kFirstBackoff{25};
 constexpr int kRefreshEveryTicks = 10;
 
-// The durable marker outlives a short disconnection of any member; the
-// world's meta record shows the break to `multiworld status`.
+// Both scripts leave a meta record of another type or epoch alone, and
+// read no field longer than an epoch.
 constexpr const char* kLeftScript = R"lua(
-if tonumber(redis.call('HGET', KEYS[1], 'epoch')) == tonumber(ARGV[1]) and
+if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HSTRLEN', KEYS[1], 'epoch') <= 15 and
+   redis.call('HSTRLEN', KEYS[1], 'state') <= 15 and redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] and
    redis.call('HGET', KEYS[1], 'state') == 'ready' then
   redis.call('HSET', KEYS[1], 'state', 'left', 'detail', ARGV[2])
 end
 return 1
 )lua";
 
+// The durable marker outlives a short disconnection of any member; the
+// world's meta record shows the break to `multiworld status`.
 constexpr const char* kMarkScript = R"lua(
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-if tonumber(redis.call('HGET', KEYS[1], 'epoch')) == tonumber(ARGV[1]) then
+if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HSTRLEN', KEYS[1], 'epoch') <= 15 and
+   redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then
   redis.call('HSET', KEYS[1], 'state', 'broken', 'detail', ARGV[4])
 end
 return 1
@@ -70,8 +75,9 @@ Watchdog::Watchdog(const Config& cfg, const RedisUrl& url, const Keys& keys, std
       url_(url),
       keys_(keys),
       member_(std::move(member_id)),
-      heartbeat_text_(hostName() + " " + std::to_string(getpid())),
-      events_(events) {
+      host_(hostName()),
+      events_(events),
+      liveness_(cfg.heartbeat_timeout, cfg.heartbeat_interval) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw Error(Status::Internal, "eventfd failed");
   try {
@@ -138,10 +144,10 @@ bool Watchdog::storeUp() const {
   return store_up_;
 }
 
-// "<beat> <host> <pid> <unix ms>": the beat counts refreshes; the rest is
-// for people reading Redis (multiworld status).
+// The beat counts refreshes, so every value differs from the last; host,
+// pid and time are for people reading Redis (multiworld status).
 std::string Watchdog::heartbeatValue() {
-  return std::to_string(++beat_) + " " + heartbeat_text_ + " " + std::to_string(unixMs());
+  return formatHeartbeat(Heartbeat{++beat_, host_, static_cast<long long>(getpid()), unixMs()});
 }
 
 void Watchdog::wakeUp() {
@@ -154,10 +160,10 @@ void Watchdog::connect() {
   auto cmd = RedisConnection::connect(url_, cfg_.store_timeout);
   auto sub = RedisConnection::connect(url_, cfg_.store_timeout);
   auto r = sub->command({"SUBSCRIBE", keys_.eventsChannel()});
-  if (!r || replyIsError(r.get())) throw Error(Status::Store, "SUBSCRIBE failed: " + replyString(r.get()));
+  if (!r || replyIsError(r.get())) throw Error(Status::Store, "SUBSCRIBE failed: " + cappedText(replyString(r.get())));
   auto hb = cmd->command({"SET", keys_.heartbeat(member_), heartbeatValue(),
                           "PX", std::to_string(cfg_.heartbeat_timeout.count())});
-  if (replyIsError(hb.get())) throw Error(Status::Store, "heartbeat failed: " + replyString(hb.get()));
+  if (replyIsError(hb.get())) throw Error(Status::Store, "heartbeat failed: " + cappedText(replyString(hb.get())));
   cmd_ = std::move(cmd);
   sub_ = std::move(sub);
   backoff_ = kFirstBackoff;
@@ -245,21 +251,12 @@ void Watchdog::drainSubscriber() {
 }
 
 void Watchdog::handleNotice(const std::string& payload) {
-  // name \n epoch \n blamed rank \n detecting rank \n detail
-  std::istringstream in(payload);
-  std::string name, epoch_s, peer_s, detector_s, detail;
-  if (!std::getline(in, name) || !std::getline(in, epoch_s) || !std::getline(in, peer_s) ||
-      !std::getline(in, detector_s)) {
-    return;  // not ours to understand; nothing from Redis may hurt us
-  }
-  std::getline(in, detail);
-  char* end = nullptr;
-  unsigned long long epoch = std::strtoull(epoch_s.c_str(), &end, 10);
-  if (end == epoch_s.c_str() || *end != '\0') return;
-  long peer = std::strtol(peer_s.c_str(), &end, 10);
-  if (*end != '\0') peer = -1;
-  breakWorlds(name, epoch, static_cast<int>(peer),
-              "rank " + detector_s + " reported the world broken: " + detail, false);
+  auto notice = parseBreakNotice(payload);
+  if (!notice) return;  // not ours to understand; nothing from Redis may hurt us
+  breakWorlds(notice->world, notice->epoch, notice->marker.peer,
+              "rank " + std::to_string(notice->marker.detector) +
+                  " reported the world broken: " + notice->marker.detail,
+              false);
 }
 
 void Watchdog::breakWorlds(const std::string& name, uint64_t epoch, int peer, const std::string& detail,
@@ -296,12 +293,11 @@ void Watchdog::publishNotices() {
         ++replies;
         continue;
       }
-      std::string marker = std::to_string(n.peer) + "\n" + std::to_string(n.detector) + "\n" + n.detail;
+      BreakNotice notice{n.world, n.epoch, BreakMarker{n.peer, n.detector, n.detail}};
       cmd_->append({"EVAL", kMarkScript, "2", keys_.worldMeta(n.world),
-                    keys_.worldEpoch(n.world, n.epoch, "broken"), std::to_string(n.epoch), marker, ttl,
-                    n.detail});
-      cmd_->append({"PUBLISH", keys_.eventsChannel(),
-                    n.world + "\n" + std::to_string(n.epoch) + "\n" + marker});
+                    keys_.worldEpoch(n.world, n.epoch, "broken"), std::to_string(n.epoch),
+                    formatBreakMarker(notice.marker), ttl, n.detail});
+      cmd_->append({"PUBLISH", keys_.eventsChannel(), formatBreakNotice(notice)});
       replies += 2;
     }
     for (size_t i = 0; i < replies; ++i) cmd_->readReply();
@@ -350,11 +346,16 @@ void Watchdog::tick() {
   }
 
   auto hb = cmd_->readReply();
-  if (replyIsError(hb.get())) throw Error(Status::Store, "heartbeat: " + replyString(hb.get()));
+  if (replyIsError(hb.get())) throw Error(Status::Store, "heartbeat: " + cappedText(replyString(hb.get())));
   RedisReply beats(nullptr, freeRedisReply), markers(nullptr, freeRedisReply);
   if (!member_list.empty()) beats = cmd_->readReply();
   if (!worlds.empty()) markers = cmd_->readReply();
   for (size_t i = 0; i < refreshes; ++i) cmd_->readReply();
+  // Reads refused (an ACL without MGET, say) would leave peers unwatched:
+  // that is a store failure, reported as one.
+  for (const RedisReply* r : {&beats, &markers}) {
+    if (replyIsError(r->get())) throw Error(Status::Store, "reading heartbeats: " + cappedText(replyString(r->get())));
+  }
 
   auto now = Clock::now();
   // If this thread itself was held up (CPU starvation, SIGSTOP, a Redis
@@ -368,47 +369,32 @@ void Watchdog::tick() {
     for (size_t i = 0; i < worlds.size(); ++i) {
       const redisReply* m = markers->element[i];
       if (!m || m->type != REDIS_REPLY_STRING) continue;
-      std::istringstream in(std::string(m->str, m->len));
-      std::string peer_s, detector_s, detail;
-      std::getline(in, peer_s);
-      std::getline(in, detector_s);
-      std::getline(in, detail);
-      char* end = nullptr;
-      long peer = std::strtol(peer_s.c_str(), &end, 10);
-      if (end == peer_s.c_str()) peer = -1;
-      breakWorlds(worlds[i].name, worlds[i].epoch, static_cast<int>(peer),
-                  "rank " + detector_s + " reported the world broken: " + detail, false);
+      // Any value under the key is a break, even one we cannot read.
+      auto marker = parseBreakMarker(std::string_view(m->str, m->len));
+      std::string detail = marker ? "rank " + std::to_string(marker->detector) +
+                                        " reported the world broken: " + marker->detail
+                                  : "its break marker in Redis reads '" +
+                                        cappedText(std::string_view(m->str, m->len)) + "'";
+      breakWorlds(worlds[i].name, worlds[i].epoch, marker ? marker->peer : -1, detail, false);
     }
   }
 
-  // A heartbeat key lives heartbeat_timeout_ms after its last refresh, by
-  // the Redis server's clock: a missing key is a member that has not
-  // refreshed for that long, whatever the clocks of the members say.
-  std::set<std::string> dead;
+  std::map<std::string, std::optional<std::string_view>> dead;
   if (beats && beats->type == REDIS_REPLY_ARRAY && beats->elements == member_list.size()) {
     for (size_t i = 0; i < member_list.size(); ++i) {
       const redisReply* b = beats->element[i];
-      auto& beat = peers_.try_emplace(member_list[i], PeerBeat{now}).first->second;
-      if (b && b->type == REDIS_REPLY_STRING) {
-        beat.last_seen = now;
-      } else if (now >= judge_after_) {
-        dead.insert(member_list[i]);
-      }
+      std::optional<std::string_view> value;
+      if (b && b->type == REDIS_REPLY_STRING) value = std::string_view(b->str, b->len);
+      if (liveness_.overdue(member_list[i], value, now) && now >= judge_after_) dead[member_list[i]] = value;
     }
   }
-  // Forget peers no world refers to any more.
-  for (auto it = peers_.begin(); it != peers_.end();) {
-    it = members.count(it->first) ? std::next(it) : peers_.erase(it);
-  }
+  liveness_.retain(members);
   for (const auto& w : worlds) {
     for (size_t r = 0; r < w.members.size(); ++r) {
-      if (static_cast<int>(r) == w.rank || !dead.count(w.members[r])) continue;
-      auto seen = std::chrono::duration_cast<std::chrono::milliseconds>(now - peers_[w.members[r]].last_seen);
+      auto found = dead.find(w.members[r]);
+      if (static_cast<int>(r) == w.rank || found == dead.end()) continue;
       breakWorlds(w.name, w.epoch, static_cast<int>(r),
-                  "rank " + std::to_string(r) + " did not refresh its heartbeat for heartbeat_timeout_ms=" +
-                      std::to_string(cfg_.heartbeat_timeout.count()) + " (its key expired; this member read it " +
-                      std::to_string(seen.count()) + " ms ago)",
-                  true);
+                  liveness_.describe(static_cast<int>(r), found->first, found->second, now), true);
       break;
     }
   }

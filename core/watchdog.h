@@ -18,6 +18,7 @@
 #include "core/deadline.h"
 #include "core/event_queue.h"
 #include "core/keys.h"
+#include "core/peer_liveness.h"
 #include "core/redis_connection.h"
 
 namespace mw {
@@ -59,9 +60,6 @@ class Watchdog {
     std::string detail;
     bool left = false;  // recordLeft(): meta state only
   };
-  struct PeerBeat {
-    Clock::time_point last_seen;  // when its heartbeat key last existed
-  };
 
   void run();
   void tick();
@@ -78,13 +76,13 @@ class Watchdog {
   const RedisUrl url_;
   const Keys keys_;
   const std::string member_;
-  const std::string heartbeat_text_;  // host and pid, for `multiworld status`
+  const std::string host_;  // with our pid in the heartbeat, for `multiworld status`
   EventQueue& events_;
 
   std::unique_ptr<RedisConnection> cmd_;  // watchdog thread only
   std::unique_ptr<RedisConnection> sub_;  // watchdog thread only
   uint64_t beat_ = 0;
-  std::map<std::string, PeerBeat> peers_;  // watchdog thread only
+  PeerLiveness liveness_;  // watchdog thread only
   Clock::time_point last_tick_;
   Clock::time_point judge_after_;  // no verdicts before this (outage, stall)
   Clock::time_point next_reconnect_;

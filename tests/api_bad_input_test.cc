@@ -420,7 +420,8 @@ TEST_F(ConfigBadInput, NumericKeys) {
   const Range ranges[] = {{"heartbeat_interval_ms", 10, 60000},
                           {"heartbeat_timeout_ms", 20, 3600000},
                           {"op_timeout_ms", 0, 24LL * 3600 * 1000},
-                          {"store_timeout_ms", 10, 600000}};
+                          {"store_timeout_ms", 10, 600000},
+                          {"max_world_size", 1, INT_MAX}};
   const std::vector<std::string> junk = {"",     "abc",  "-1",   "-5",    "12abc", "100 ", "100ms",
                                          "1.5",  "0x10", "1e3",  "--5",   "5-",    "\n",   "100\n",
                                          "99999999999999999999", "9223372036854775807",
@@ -703,20 +704,35 @@ TEST_F(WorldBadInput, CreateBadRanksAndSizes) {
   }
 }
 
-TEST_F(WorldBadInput, HugeSizeTimesOutWithoutHarm) {
-  // A huge but well-formed size is not an argument error: nobody else joins.
+TEST_F(WorldBadInput, SizeAboveMaxWorldSizeIsRejectedBeforeRedis) {
+  for (int size : {65537, INT_MAX}) {
+    mw_world_t* w = sentinelWorld();
+    auto t0 = Clock::now();
+    EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT,
+                   mw_world_create(ctx_, uniqueName("huge").c_str(), 0, size, mwtest::hostBackend(), 0, 20000, &w),
+                   num(size), "max_world_size 65536");
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1));
+    EXPECT_EQ(w, nullptr);
+  }
+}
+
+TEST_F(WorldBadInput, HugeSizeUnderARaisedLimitTimesOutWithoutHarm) {
+  // A huge size the config allows is not an argument error: nobody else joins.
+  mw_context_t* ctx = mwtest::newContext(redis_->url(), {{"max_world_size", num(INT_MAX)}});
+  ASSERT_NE(ctx, nullptr);
   mw_world_t* w = sentinelWorld();
   const std::string name = uniqueName("huge");
   auto t0 = Clock::now();
   EXPECT_MW_FAIL(MW_ERR_TIMEOUT,
-                 mw_world_create(ctx_, name.c_str(), 0, INT_MAX, mwtest::hostBackend(), 0, 200, &w), name);
+                 mw_world_create(ctx, name.c_str(), 0, INT_MAX, mwtest::hostBackend(), 0, 200, &w), name);
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
   EXPECT_EQ(w, nullptr);
   w = sentinelWorld();
   EXPECT_MW_FAIL(MW_ERR_TIMEOUT,
-                 mw_world_create(ctx_, uniqueName("huge").c_str(), INT_MAX - 1, INT_MAX, mwtest::hostBackend(), 0, 0, &w),
+                 mw_world_create(ctx, uniqueName("huge").c_str(), INT_MAX - 1, INT_MAX, mwtest::hostBackend(), 0, 0, &w),
                  "huge");
   EXPECT_EQ(w, nullptr);
+  mw_context_free(ctx);
 }
 
 TEST_F(WorldBadInput, CreateBadTimeouts) {

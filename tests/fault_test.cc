@@ -38,17 +38,6 @@ std::vector<TrafficWorld> worldsOf(int proc) {
   }
 }
 
-// Waits (by sleeping between looks at shared memory) for `cond`.
-template <typename F>
-bool eventually(F cond, std::chrono::milliseconds limit) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return cond();
-}
-
 class Triangle : public ::testing::Test {
  protected:
   void startAll(const std::vector<std::pair<std::string, std::string>>& settings = {}) {

@@ -88,16 +88,6 @@ struct Board {
 
 constexpr int kCross = 0, kLocal = 1;
 
-template <typename F>
-bool eventually(F cond, std::chrono::milliseconds limit) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return cond();
-}
-
 }  // namespace
 
 TEST(Partition, CutLinkBreaksOnlyTheWorldAcrossIt) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <thread>
 #include <vector>
 
 namespace mwtest {
@@ -35,6 +36,17 @@ class Workers {
  private:
   std::vector<pid_t> pids_;
 };
+
+// Waits (by sleeping between looks) for `cond`, up to `limit`.
+template <typename F>
+bool eventually(F cond, std::chrono::milliseconds limit) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return cond();
+}
 
 // Counts of this process's resources, for leak checks.
 int openFds();

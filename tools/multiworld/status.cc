@@ -4,14 +4,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <sstream>
 #include <thread>
 #include <vector>
 
+#include "core/capped_text.h"
 #include "core/error.h"
 #include "core/keys.h"
 #include "core/redis_connection.h"
 #include "core/redis_url.h"
+#include "core/redis_values.h"
 
 namespace mwcli {
 namespace {
@@ -64,13 +65,10 @@ void printOnce(RedisConnection& c, const mw::Keys& keys, const std::string& url)
     std::string id = key.substr(hb_prefix.size());
     auto v = c.command({"GET", key});
     if (!v || v->type != REDIS_REPLY_STRING) continue;  // expired between SCAN and GET
-    std::istringstream in(replyString(v.get()));
-    std::string beat, host, pid, ms;
-    in >> beat >> host >> pid >> ms;
-    long long sent = std::atoll(ms.c_str());
+    auto hb = mw::parseHeartbeat(std::string_view(v->str, v->len));
     alive[id] = true;
-    std::printf("  %-18s %-16s %-8s %s\n", id.c_str(), host.c_str(), pid.c_str(),
-                sent > 0 ? ageText(now - sent).c_str() : "?");
+    std::printf("  %-18s %-16s %-8s %s\n", mw::cappedText(id).c_str(), hb ? hb->host.c_str() : "?",
+                hb ? std::to_string(hb->pid).c_str() : "?", hb ? ageText(now - hb->unix_ms).c_str() : "?");
   }
   if (alive.empty()) std::printf("  (none)\n");
 
@@ -82,23 +80,26 @@ void printOnce(RedisConnection& c, const mw::Keys& keys, const std::string& url)
     std::string name = key.substr(open.size(), key.size() - open.size() - 1);
     auto meta = hash(c, key);
     if (meta.empty()) continue;
-    const std::string epoch = meta["epoch"];
-    std::string state = meta["state"];
+    const std::string epoch = mw::parseEpoch(meta["epoch"]) ? meta["epoch"] : "?";
+    std::string state = mw::cappedText(meta["state"]);
     auto members = hash(c, keys.worldEpochBase(name) + epoch + ":members");
     std::string list;
     bool stale = false;
     for (const auto& [rank, id] : members) {
       bool live = alive.count(id) > 0;
       stale = stale || !live;
-      list += rank + ":" + id.substr(0, 8) + (live ? "" : "(gone)") + " ";
+      list += mw::cappedText(rank) + ":" + mw::cappedText(id.substr(0, 8)) + (live ? "" : "(gone)") + " ";
     }
     auto broken = c.command({"GET", keys.worldEpochBase(name) + epoch + ":broken"});
     if (broken && broken->type == REDIS_REPLY_STRING) state = "BROKEN";
     else if (state == "ready" && stale) state = "STALE";
     long long created = std::atoll(meta["created_ms"].c_str());
-    std::printf("  %-24s %-6s %-5s %-8s %-10s %s\n", name.c_str(), epoch.c_str(), meta["size"].c_str(),
-                state.c_str(), created > 0 ? ageText(now - created).c_str() : "?", list.c_str());
-    if (state == "BROKEN" && !meta["detail"].empty()) std::printf("      why: %s\n", meta["detail"].c_str());
+    std::printf("  %-24s %-6s %-5s %-8s %-10s %s\n", mw::cappedText(name).c_str(), epoch.c_str(),
+                mw::parseWorldSize(meta["size"]) ? meta["size"].c_str() : "?", state.c_str(),
+                created > 0 ? ageText(now - created).c_str() : "?", list.c_str());
+    if (state == "BROKEN" && !meta["detail"].empty()) {
+      std::printf("      why: %s\n", mw::cappedText(meta["detail"]).c_str());
+    }
     ++shown;
   }
   if (shown == 0) std::printf("  (none)\n");

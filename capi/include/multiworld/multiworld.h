@@ -130,8 +130,9 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *                         (1..64 chars of [A-Za-z0-9._:-])
  *   heartbeat_interval_ms how often this process refreshes its heartbeat and
  *                         checks its peers', default 100
- *   heartbeat_timeout_ms  a peer whose heartbeat has not moved for this long
- *                         breaks every world it shares with us, default 1000
+ *   heartbeat_timeout_ms  a peer from which this process has read no new
+ *                         heartbeat for this long (by its own clock) breaks
+ *                         every world it shares with us, default 1000
  *   op_timeout_ms         an operation running longer breaks its world;
  *                         0 = no limit (default)
  *   bind_address          IP or host name the Gloo transport listens on;
@@ -142,6 +143,9 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *   spin_us               how long mw_wait and mw_poll spin, driving the
  *                         progress of UCX worlds on the calling thread,
  *                         before they sleep; 0 = never spin, default 20
+ *   max_world_size        the largest size mw_world_create accepts (a larger
+ *                         one is MW_ERR_INVALID_ARGUMENT before Redis is
+ *                         touched), default 65536
  * Unknown key or unparsable value -> MW_ERR_INVALID_ARGUMENT.
  */
 MW_API mw_status_t mw_config_new(mw_config_t** out) MW_NOEXCEPT;
@@ -173,7 +177,9 @@ MW_API void mw_context_free(mw_context_t* ctx) MW_NOEXCEPT; /* destroys remainin
  * is MW_ERR_INVALID_ARGUMENT.
  * Errors: a rank already claimed by a live process -> MW_ERR_ALREADY_EXISTS;
  * members disagreeing on `size` -> MW_ERR_INVALID_ARGUMENT on every member
- * that is waiting; Redis down -> MW_ERR_STORE. Each successful creation is
+ * that is waiting; size > max_world_size -> MW_ERR_INVALID_ARGUMENT; Redis
+ * down, or a record in Redis that is not the library's -> MW_ERR_STORE
+ * naming the key. Each successful creation is
  * a new incarnation (epoch) of the name, so a name can be created again
  * after its previous incarnation broke. */
 MW_API mw_status_t mw_world_create(mw_context_t* ctx, const char* name, int rank, int size,

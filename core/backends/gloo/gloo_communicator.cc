@@ -11,19 +11,11 @@
 #include "core/backends/gloo/gloo_collectives.h"
 #include "core/backends/gloo/gloo_store.h"
 #include "core/error.h"
+#include "core/redis_values.h"
 #include "core/signals.h"
 
 namespace mw {
 namespace {
-
-// Gloo's address blob for rank `peer` lists one address per other rank;
-// ours is at the same position connectFullMesh reads it from.
-std::vector<char> addressFor(const std::vector<char>& all, int peer, int rank, int size) {
-  int index = rank > peer ? rank - 1 : rank;
-  size_t each = all.size() / static_cast<size_t>(size - 1);
-  return std::vector<char>(all.begin() + static_cast<long>(index * each),
-                           all.begin() + static_cast<long>((index + 1) * each));
-}
 
 // Names the transport context under a rendezvous context, which Gloo keeps
 // protected: our buffers are TCP unbound buffers made on it directly.
@@ -53,6 +45,12 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
     const std::shared_ptr<gloo::transport::Device>& device, RedisPool& pool,
     const std::string& store_prefix, int rank, int size, Deadline deadline) {
   GlooStore store(pool, store_prefix, size, deadline);
+  // Gloo reads each rank's address list under the rank's number; a list
+  // that is not one is bad data in Redis, caught before Gloo parses it.
+  const size_t address_bytes = gloo::transport::tcp::Address().bytes().size();
+  store.checkValuesWith([size, address_bytes](const std::string& key, const std::vector<char>& value) {
+    return parseRank(key, size) ? addressListProblem(value, size, address_bytes) : std::string();
+  });
   auto ctx = std::make_shared<TcpContextOf>(rank, size);
   // Bounds the pair connections; every later wait passes its own timeout.
   ctx->setTimeout(std::max(remaining(deadline), std::chrono::milliseconds(1)));
@@ -70,8 +68,12 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
   std::map<std::string, int> peer_by_address;
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
-    auto blob = store.get(std::to_string(peer));
-    peer_by_address[gloo::transport::tcp::Address(addressFor(blob, peer, rank, size)).str()] = peer;
+    // Gloo's list for rank `peer` (checked above) has one address per
+    // other rank; ours is where connectFullMesh read it from.
+    auto entry = addressEntry(store.get(std::to_string(peer)), peer, rank, size);
+    if (!entry) throw Error(Status::Internal, "no address for rank " + std::to_string(rank) + " in rank " +
+                                                  std::to_string(peer) + "'s checked address list");
+    peer_by_address[gloo::transport::tcp::Address(*entry).str()] = peer;
   }
   auto tcp = ctx->tcp();
   if (!tcp) throw Error(Status::Backend, "the Gloo context has no TCP transport");

@@ -1,32 +1,24 @@
 #include "core/backends/gloo/gloo_store.h"
 
-#include <cstdio>
-
+#include "core/capped_text.h"
 #include "core/error.h"
+#include "core/redis_signal.h"
 
 namespace mw {
-namespace {
-
-std::string secondsArg(std::chrono::milliseconds ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ms.count()) / 1000.0);
-  return buf;
-}
-
-}  // namespace
 
 void GlooStore::set(const std::string& key, const std::vector<char>& data) {
   auto ttl = std::to_string((remaining(deadline_) + std::chrono::seconds(30)).count());
   auto conn = pool_.lease();
   std::string full = prefix_ + key;
-  std::vector<std::string> push = {"RPUSH", full + ":sig"};
-  for (int i = 0; i < size_; ++i) push.emplace_back("1");
+  // The value lands before its token: a waiter released by the token finds it.
   conn->append({"SET", full, std::string(data.begin(), data.end()), "PX", ttl});
-  conn->append(push);
+  conn->append({"RPUSH", full + ":sig", "1"});
   conn->append({"PEXPIRE", full + ":sig", ttl});
   for (int i = 0; i < 3; ++i) {
     auto r = conn->readReply();
-    if (replyIsError(r.get())) throw Error(Status::Store, "gloo rendezvous set: " + replyString(r.get()));
+    if (replyIsError(r.get())) {
+      throw Error(Status::Store, "gloo rendezvous set of " + full + ": " + cappedText(replyString(r.get())));
+    }
   }
 }
 
@@ -35,22 +27,26 @@ std::vector<char> GlooStore::get(const std::string& key) {
   if (cached != seen_.end()) return cached->second;
   std::string full = prefix_ + key;
   auto conn = pool_.lease();
-  for (;;) {
+  for (bool signalled = false;; signalled = true) {
     auto r = conn->command({"GET", full});
     if (r && r->type == REDIS_REPLY_STRING) {
       std::vector<char> value(r->str, r->str + r->len);
+      std::string problem = check_ ? check_(key, value) : "";
+      if (!problem.empty()) throw Error(Status::Store, "Redis key " + full + " holds " + cappedText(problem));
       seen_.emplace(key, value);
       return value;
     }
-    if (replyIsError(r.get())) throw Error(Status::Store, "gloo rendezvous get: " + replyString(r.get()));
-    auto left = remaining(deadline_);
-    if (left.count() <= 0) {
+    if (replyIsError(r.get())) {
+      throw Error(Status::Store, "gloo rendezvous get of " + full + ": " + cappedText(replyString(r.get())));
+    }
+    // set() writes the value before the token, so a token without a value
+    // is not ours: waiting again would spin on it.
+    if (signalled) {
+      throw Error(Status::Store, "Redis key " + full + ":sig is signalled but " + full + " holds no value");
+    }
+    if (!awaitSignal(*conn, full + ":sig", remaining(deadline_), pool_.timeout())) {
       throw Error(Status::Timeout, "timed out waiting for a peer's transport address (" + key + ")");
     }
-    conn->setTimeout(left + pool_.timeout());
-    auto sig = conn->command({"BLPOP", full + ":sig", secondsArg(left)});
-    conn->setTimeout(pool_.timeout());
-    if (replyIsError(sig.get())) throw Error(Status::Store, "gloo rendezvous wait: " + replyString(sig.get()));
   }
 }
 
