@@ -34,17 +34,13 @@ def redop_value(op):
     torch.distributed.ReduceOp of those."""
     if isinstance(op, ReduceOp):
         return int(op)
-    if isinstance(op, str):
-        key = op.lower()
-        key = _REDOP_ALIASES.get(key, key)
+    # torch.distributed.ReduceOp.SUM and friends go by their name.
+    name = op if isinstance(op, str) else getattr(getattr(op, "op", op), "name", None)
+    if isinstance(name, str):
+        key = _REDOP_ALIASES.get(name.lower(), name.lower())
         if key in _capi.REDOPS:
             return _capi.REDOPS[key]
-    else:
-        # torch.distributed.ReduceOp.SUM and friends, by name.
-        name = getattr(getattr(op, "op", op), "name", None)
-        if isinstance(name, str) and _REDOP_ALIASES.get(name.lower(), name.lower()) in _capi.REDOPS:
-            return _capi.REDOPS[_REDOP_ALIASES.get(name.lower(), name.lower())]
-    raise invalid(f"reduction op {op!r} is not supported: sum, prod, min, max or avg")
+    raise invalid(f"reduction op {name or op!r} is not supported: sum, prod, min, max or avg")
 
 
 def _op_packer():
@@ -177,7 +173,9 @@ class World:
         output is not used (may be None) on the other ranks."""
         i = self._buffer(input, "gather: input", False)
         o = None
-        if output is not None or root == self._rank:
+        if output is None and root == self._rank:
+            raise invalid(f"gather: this rank is the root ({root}) and needs an output tensor")
+        if output is not None:
             o = self._buffer(output, "gather: output", True)
             self._check_pair("gather", o, i, self._size, 1)
         return self._submit(_capi.OP_GATHER, i.ptr, o.ptr if o else 0, i.count, i.dtype, 0, root,
@@ -188,7 +186,9 @@ class World:
         to rank j. input is not used (may be None) on the other ranks."""
         o = self._buffer(output, "scatter: output", True)
         i = None
-        if input is not None or root == self._rank:
+        if input is None and root == self._rank:
+            raise invalid(f"scatter: this rank is the root ({root}) and needs an input tensor")
+        if input is not None:
             i = self._buffer(input, "scatter: input", False)
             self._check_pair("scatter", o, i, 1, self._size)
         return self._submit(_capi.OP_SCATTER, i.ptr if i else 0, o.ptr, o.count, o.dtype, 0, root,
