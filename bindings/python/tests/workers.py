@@ -308,3 +308,64 @@ def cycles(url, backend, rank, n, warmup, to_parent):
 
 async def _await(req):
     return await req
+
+
+# ---- pymultiworld's API ---------------------------------------------------------------
+def compat_calls(url, rank, backend):
+    """The calls of multiworld.compat on a 3-rank world, values checked."""
+    import torch.distributed as dist
+
+    from multiworld.compat import BrokenWorldException, WorldManager
+
+    async def main():
+        wm = WorldManager(redis_url=url)
+        await wm.initialize_world("c", rank, 3, backend=backend, addr="ignored", port=1234)
+        comm = wm.communicator
+        assert not comm.is_broken("c") and comm.is_broken("nope")
+        mine = torch.full((2,), float(rank + 1))
+        lst = [torch.zeros(2) for _ in range(3)]
+        await comm.all_gather(lst, mine, "c")
+        assert [t.tolist() for t in lst] == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]], lst
+        glist = [torch.zeros(2) for _ in range(3)] if rank == 2 else None
+        await comm.gather(mine, glist, 2, "c")
+        if rank == 2:
+            assert [t.tolist() for t in glist] == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]], glist
+        got = torch.zeros(2)
+        await comm.scatter(got, [torch.full((2,), 10.0 + j) for j in range(3)] if rank == 0 else None, 0, "c")
+        assert got.tolist() == [10.0 + rank] * 2, got
+        t = mine.clone()
+        await comm.reduce(t, 1, dist.ReduceOp.PRODUCT, "c")
+        assert t.tolist() == ([6.0, 6.0] if rank == 1 else mine.tolist()), t
+        t = mine.clone()
+        await comm.all_reduce(t, dist.ReduceOp.MAX, "c")
+        assert t.tolist() == [3.0, 3.0], t
+        b = mine.clone()
+        await comm.broadcast(b, 2, "c")
+        assert b.tolist() == [3.0, 3.0], b
+        if rank == 0:
+            await comm.send(mine, 1, "c")
+        elif rank == 1:
+            r = torch.zeros(2)
+            await comm.recv(r, 0, "c")
+            assert r.tolist() == [1.0, 1.0], r
+        try:
+            wm.add_world("c", "gloo")
+            raise AssertionError("add_world accepted an existing name")
+        except ValueError:
+            pass
+        await comm.all_reduce(torch.zeros(1), world_name="c")  # the last one: everyone is done
+        wm.remove_world("c")
+        assert comm.is_broken("c")
+        try:
+            await comm.send(mine, 1, "c")
+            raise AssertionError("send on a removed world")
+        except BrokenWorldException as e:
+            assert str(e).startswith("c broken: ") and isinstance(e, mw.WorldBrokenError), str(e)
+        try:
+            wm.remove_world("c")
+            raise AssertionError("remove_world of a removed world")
+        except ValueError:
+            pass
+        wm.context.close()
+
+    asyncio.run(main())
