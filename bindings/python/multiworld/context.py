@@ -153,12 +153,22 @@ class Context:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
 
+        def deliver(world):
+            if fut.cancelled():  # nobody takes it: leave it again
+                world.destroy()
+            else:
+                fut.set_result(world)
+
         def form():
             try:
-                w = self.create_world(*args, **kwargs)
-                loop.call_soon_threadsafe(lambda: fut.cancelled() or fut.set_result(w))
+                world = self.create_world(*args, **kwargs)
             except BaseException as e:  # handed to the awaiting task
                 loop.call_soon_threadsafe(lambda: fut.cancelled() or fut.set_exception(e))
+                return
+            try:
+                loop.call_soon_threadsafe(deliver, world)
+            except RuntimeError:  # the loop is closed
+                world.destroy()
 
         threading.Thread(target=form, name="mw-py-create", daemon=True).start()
         return await fut
@@ -414,11 +424,17 @@ class Context:
             self.close()
 
     def _after_fork_in_child(self):
-        # The library's threads are not in the child: nothing may call it.
+        # The library's threads are not in the child: nothing may call it,
+        # and a lock another thread of the parent held stays held here.
         self._forked = True
         self._closing = True
+        self._handle = None
         self._lock = threading.RLock()
         self._idle = threading.Condition(self._lock)
+        self._drain_lock = threading.Lock()
+        for world in self._worlds.values():
+            world._lock = threading.Lock()
+            world._h = None
 
 
 def _forget_contexts_in_child():

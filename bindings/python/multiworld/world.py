@@ -219,8 +219,9 @@ class World:
 
     # ---- internals -------------------------------------------------------------
     def _closed(self):
-        return ClosedError(f"world '{self._name}' was destroyed" if self._ctx._handle is not None
-                           else f"world '{self._name}': its context is closed")
+        if self._ctx._handle is None:
+            return self._ctx._closed_error()
+        return ClosedError(f"world '{self._name}' was destroyed")
 
     def _buffer(self, obj, what, writable):
         b = adapt(obj, what, writable)

@@ -114,7 +114,7 @@ def test_closed_context(redis, backend):
     ctx.close()  # idempotent
     assert ctx.closed and w.state == mw.WorldState.DESTROYED
     raises(mw.ClosedError, "Context is closed", ctx.create_world, "again", 0, 1, backend=backend)
-    raises(mw.ClosedError, "its context is closed", w.send, torch.zeros(4), 0)
+    raises(mw.ClosedError, "Context is closed", w.send, torch.zeros(4), 0)
     with pytest.raises(mw.CancelledError):
         pending.wait(5)
     assert pending.done()
@@ -155,3 +155,22 @@ def test_tensor_kept_alive_until_completion(solo):
     solo.send(torch.ones(1 << 16), 0).wait(10)
     assert r.wait(10) is ref()
     assert ref().sum().item() == 1 << 16
+
+
+def test_context_unusable_after_fork(ctx, solo):
+    import os
+    pid = os.fork()
+    if pid == 0:  # the child: no library call may happen here
+        code = 1
+        try:
+            try:
+                solo.send(torch.zeros(4), 0)
+            except mw.ClosedError as e:
+                if "before os.fork()" in str(e):
+                    ctx.close()  # a no-op here
+                    code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    solo.all_reduce(torch.ones(2)).wait(10)  # the parent's context is untouched
