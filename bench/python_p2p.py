@@ -56,9 +56,16 @@ class Peer:
         self.ack = torch.zeros(1, dtype=torch.uint8)
 
     def buffers(self, nbytes):
-        tx = torch.full((nbytes,), 7, dtype=torch.uint8)
-        rx = [torch.empty(nbytes, dtype=torch.uint8) for _ in range(WINDOW)]
-        return tx, rx
+        """tx, WINDOW receive buffers, the final tx and rx: allocated and
+        touched once per size, as the C side does, so no page fault lands
+        in a timed loop."""
+        if getattr(self, "_size", None) != nbytes:
+            self._bufs = None  # free the previous size's first
+            self._bufs = (torch.full((nbytes,), 7, dtype=torch.uint8),
+                          [torch.zeros(nbytes, dtype=torch.uint8) for _ in range(WINDOW)],
+                          torch.zeros(nbytes, dtype=torch.uint8), torch.zeros(nbytes, dtype=torch.uint8))
+            self._size = nbytes
+        return self._bufs
 
     def run(self, kind, nbytes, iters, seed):
         """Rank 0: runs one measurement with rank 1; returns seconds."""
@@ -79,8 +86,8 @@ class Peer:
 
     def bandwidth(self, nbytes, n, seed):
         w, other = self.w, self.other
-        tx, rx = self.buffers(nbytes)
-        final = torch.full((nbytes,), seed % 251, dtype=torch.uint8)
+        tx, rx, final, last = self.buffers(nbytes)
+        final.fill_(seed % 251)
         if w.rank == 0:
             w.recv(self.ack, other).wait()  # rank 1 has its receives posted
             t0 = time.perf_counter()
@@ -93,7 +100,7 @@ class Peer:
                 r.wait()
             w.recv(self.ack, other).wait()  # everything arrived
             return time.perf_counter() - t0
-        last = torch.zeros(nbytes, dtype=torch.uint8)
+        last.zero_()
         posted = [w.recv(last if i + 1 == n else rx[i % WINDOW], other) for i in range(min(WINDOW, n))]
         w.send(self.ack, other).wait()
         for i in range(n):
@@ -108,7 +115,7 @@ class Peer:
 
     def latency(self, nbytes, iters, seed):
         w, other = self.w, self.other
-        tx, rx = self.buffers(nbytes)
+        tx, rx, _, _ = self.buffers(nbytes)
         total = iters + 1  # the first round trip is untimed
         if w.rank == 0:
             t0 = time.perf_counter()

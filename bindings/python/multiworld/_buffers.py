@@ -58,20 +58,20 @@ def _numpy_map(np):
     return _numpy_dtypes
 
 
-def _from_torch(t, torch, what):
-    dt = _torch_map(torch).get(t.dtype)
+def _from_torch(t, what):
+    dt = _torch_dtypes.get(t.dtype)
     if dt is None:
         raise invalid(f"{what}: dtype {t.dtype} is not supported (int8, uint8, int32, int64, float16, bfloat16, "
                       "float32, float64; uint32 and uint64 as numpy arrays)")
-    if t.layout is not torch.strided:
+    if t.layout is not _strided:
         raise invalid(f"{what}: a {t.layout} tensor; only dense (strided) tensors can be sent")
     if not t.is_contiguous():
         raise invalid(f"{what}: tensor of shape {tuple(t.shape)} with strides {t.stride()} is not contiguous; "
                       "pass t.contiguous()")
-    if t.is_cuda:
-        device = t.get_device()
-    elif t.device.type == "cpu":
+    if t.is_cpu:
         device = None
+    elif t.is_cuda:
+        device = t.get_device()
     else:
         raise invalid(f"{what}: tensor on device '{t.device}'; use CPU tensors (host worlds) or CUDA tensors "
                       "(NCCL worlds)")
@@ -93,11 +93,25 @@ def _from_numpy(a, np, what, writable):
     return Buffer(a.__array_interface__["data"][0], a.size, dt, None, a)
 
 
+_Tensor = None    # torch.Tensor, once the program imported torch
+_strided = None
+
+
+def _see_torch():
+    global _Tensor, _strided
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "Tensor"):
+        _torch_map(torch)
+        _strided = torch.strided
+        _Tensor = torch.Tensor
+
+
 def adapt(obj, what, writable):
     """A Buffer over `obj`; `what` names the argument in errors."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(obj, torch.Tensor):
-        return _from_torch(obj, torch, what)
+    if _Tensor is None:
+        _see_torch()
+    if _Tensor is not None and isinstance(obj, _Tensor):
+        return _from_torch(obj, what)
     np = sys.modules.get("numpy")
     if np is not None and isinstance(obj, np.ndarray):
         return _from_numpy(obj, np, what, writable)

@@ -8,6 +8,7 @@ import atexit
 import collections
 import ctypes
 import itertools
+import operator
 import os
 import threading
 import weakref
@@ -28,6 +29,16 @@ def _config_value(key, value):
     if isinstance(value, bool) or value is None:
         raise invalid(f"config key '{key}': {value!r} is not a string or a number")
     return str(value).encode()
+
+
+def _integer(what, v):
+    """An int from an int-like value (numpy integers too), never a bool."""
+    try:
+        if not isinstance(v, bool):
+            return operator.index(v)
+    except TypeError:
+        pass
+    raise invalid(f"{what} must be an integer, got {v!r}")
 
 
 def _running_loop():
@@ -124,15 +135,11 @@ class Context:
             raise invalid(f"world name must be a str, got {type(name).__name__}")
         if backend not in _capi.BACKENDS:
             raise invalid(f"backend {backend!r} is not one of 'ucx', 'gloo', 'nccl'")
-        for what, v in (("rank", rank), ("size", size)):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise invalid(f"{what} must be an int, got {v!r}")
-        index = getattr(device, "index", device)
+        rank, size = _integer("rank", rank), _integer("size", size)
         if backend == "nccl" and getattr(device, "type", "cuda") != "cuda":
             raise invalid(f"device {device!r}: an NCCL world needs a CUDA device")
-        device = 0 if index is None else index
-        if isinstance(device, bool) or not isinstance(device, int):
-            raise invalid(f"device must be an int or a torch.device, got {device!r}")
+        index = getattr(device, "index", device)  # a torch.device or an int
+        device = 0 if index is None else _integer("device", index)
         ms = timeout_ms(timeout)
         out = ctypes.c_void_p()
         self._enter()
@@ -263,9 +270,12 @@ class Context:
 
     def _leave(self):
         with self._lock:
-            self._inflight -= 1
-            if self._closing and self._inflight == 0:
-                self._idle.notify_all()
+            self._leave_locked()
+
+    def _leave_locked(self):
+        self._inflight -= 1
+        if self._closing and self._inflight == 0:
+            self._idle.notify_all()
 
     def _complete(self, req, status, message):
         """Records the final status of `req` (from any reporting path)."""
@@ -285,12 +295,21 @@ class Context:
             status = _lib.wait(req._handle, ms)
             if status == _capi.ERR_TIMEOUT and ms >= 0:
                 status = _lib.test(req._handle)
-                if status == _capi.IN_PROGRESS:
-                    return status
-            message = _lib.error_message() if status != _capi.OK else None
-        finally:
+            message = None if status in (_capi.OK, _capi.IN_PROGRESS) else _lib.error_message()
+        except BaseException:
             self._leave()
-        self._complete(req, status, message)
+            raise
+        with self._lock:
+            self._leave_locked()
+            if status == _capi.OK and req._status is None:
+                # The common case, completed in the same locked step.
+                futures = req._finish(status, None)
+                self._pending.pop(req._key, None)
+                if futures:
+                    _resolve_all(futures)
+                return status
+        if status != _capi.IN_PROGRESS:
+            self._complete(req, status, message)
         return status
 
     def _test_request(self, req):

@@ -248,10 +248,10 @@ class World:
             raise invalid(f"{op}: output has {out.count} elements and input {inp.count}; the output needs "
                           f"{need}")
 
-    def _submit(self, kind, send, recv, count, dtype, redop, peer, keep, result, cuda):
-        if cuda is not None and cuda.device is not None:
+    def _submit(self, kind, send, recv, count, dtype, redop, peer, keep, result, buf):
+        if buf is not None and buf.device is not None:
             # The library's stream must see what torch's current stream wrote.
-            sys.modules["torch"].cuda.current_stream(cuda.device).synchronize()
+            sys.modules["torch"].cuda.current_stream(buf.device).synchronize()
         ctx = self._ctx
         key = next(ctx._keys)
         req = Request(ctx, self, key, keep, result)

@@ -93,6 +93,9 @@ def test_bad_world_arguments(ctx, backend):
     raises(mw.InvalidArgumentError, "world name must be a str", ctx.create_world, 7, 0, 1)
     raises(mw.InvalidArgumentError, "backend 'tcp'", ctx.create_world, "w", 0, 1, backend="tcp")
     raises(mw.InvalidArgumentError, "rank", ctx.create_world, "w", 3, 2, backend=backend, timeout=1)
+    raises(mw.InvalidArgumentError, "rank must be an integer, got '0'", ctx.create_world, "w", "0", 1)
+    raises(mw.InvalidArgumentError, "size must be an integer, got True", ctx.create_world, "w", 0, True)
+    ctx.create_world("np-ints", np.int64(0), np.int32(1), backend=backend, timeout=10).destroy()
     raises(mw.InvalidArgumentError, "timeout must be", ctx.create_world, "w", 0, 1, backend=backend, timeout=-1)
 
 
