@@ -12,8 +12,15 @@ table) and then the same two measurements with torch tensors through
 Both take the median of `rounds` rounds. Targets: Python >= 0.95 of C's
 bandwidth at >= 256 KiB, and <= +10 µs of latency at 64 B.
 
+`--overhead N` measures instead what the package itself adds, in one
+process (a one-rank world, 64-byte send and receive to itself, waited):
+N iterations through `multiworld` against the same calls made straight
+through ctypes (mw_submit, mw_wait, mw_request_free), alternating, median of
+`rounds`. It is less sensitive to a busy machine than the two-process run.
+
     python3 bench/python_p2p.py [--mw-bench build/bench/mw_bench] [--backend ucx|gloo]
         [--min-bytes 64] [--max-bytes 64M] [--rounds 5] [--iters N] [--json FILE]
+    python3 bench/python_p2p.py --overhead 20000 [--backend ucx|gloo] [--rounds 5]
 
 The library comes from MW_LIB or the system (see the package's README).
 """
@@ -171,6 +178,48 @@ def measure_c(args, url, nbytes, tmp):
     return row["ours_gbps"], row["ours_lat_us"]
 
 
+def overhead(url, backend, iters, rounds):
+    """Microseconds per (recv + send + 2 waits) to self: package, raw ctypes."""
+    import ctypes
+
+    from multiworld import _capi
+    from multiworld.world import _OP
+
+    lib = _capi.lib
+    tx, rx = torch.zeros(64, dtype=torch.uint8), torch.zeros(64, dtype=torch.uint8)
+    with mw.Context(url) as ctx, ctx.create_world("overhead", 0, 1, backend=backend, timeout=30) as w:
+        op = ctypes.create_string_buffer(_OP.size)
+        out = ctypes.c_void_p()
+        op_addr, out_addr, h = ctypes.addressof(op), ctypes.addressof(out), w._h
+
+        def raw():
+            for _ in range(iters):
+                _OP.pack_into(op, 0, _OP.size, _capi.OP_RECV, 0, rx.data_ptr(), 64, _capi.UINT8, 0, 0, 1)
+                lib.submit(h, op_addr, out_addr)
+                a = out.value
+                _OP.pack_into(op, 0, _OP.size, _capi.OP_SEND, tx.data_ptr(), 0, 64, _capi.UINT8, 0, 0, 2)
+                lib.submit(h, op_addr, out_addr)
+                b = out.value
+                if lib.wait(a, -1) or lib.wait(b, -1):
+                    raise RuntimeError(lib.error_message())
+                lib.request_free(a)
+                lib.request_free(b)
+
+        def package():
+            for _ in range(iters):
+                r = w.recv(rx, 0)
+                w.send(tx, 0).wait()
+                r.wait()
+
+        times = {raw: [], package: []}
+        for _ in range(rounds):
+            for f in (raw, package):
+                t0 = time.perf_counter()
+                f()
+                times[f].append((time.perf_counter() - t0) / iters * 1e6)
+    return statistics.median(times[package]), statistics.median(times[raw])
+
+
 def start_redis(tmp):
     sock = os.path.join(tmp, "redis.sock")
     proc = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no"],
@@ -193,6 +242,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=0, help="fixed iterations (default: calibrated per size)")
     ap.add_argument("--json", help="also write the rows as JSON")
+    ap.add_argument("--overhead", type=int, default=0, metavar="N",
+                    help="measure the package's own cost per operation pair in one process instead")
     ap.add_argument("--serve", help=argparse.SUPPRESS)  # rank 1: the Redis URL
     ap.add_argument("--namespace", default=f"pybench.{os.getpid()}", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -201,6 +252,19 @@ def main():
     if args.serve:
         with mw.Context(args.serve, namespace=args.namespace) as ctx:
             Peer(ctx.create_world("pyp2p", 1, 2, backend=args.backend, timeout=60)).serve()
+        return 0
+
+    if args.overhead:
+        with tempfile.TemporaryDirectory(prefix="mw-pybench-") as tmp:
+            redis, url = start_redis(tmp)
+            try:
+                ours, raw = overhead(url, args.backend, args.overhead, args.rounds)
+            finally:
+                redis.terminate()
+                redis.wait()
+        print(f"# python_p2p --overhead on {args.backend}: 64-byte recv + send to self, both waited, "
+              f"{args.overhead} iterations, median of {args.rounds}")
+        print(f"package {ours:.2f} us, raw ctypes {raw:.2f} us: the package adds {ours - raw:.2f} us per pair")
         return 0
 
     sizes, s = [], args.min_bytes
