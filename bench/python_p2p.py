@@ -183,21 +183,21 @@ def overhead(url, backend, iters, rounds):
     import ctypes
 
     from multiworld import _capi
-    from multiworld.world import _OP
 
     lib = _capi.lib
     tx, rx = torch.zeros(64, dtype=torch.uint8), torch.zeros(64, dtype=torch.uint8)
     with mw.Context(url) as ctx, ctx.create_world("overhead", 0, 1, backend=backend, timeout=30) as w:
-        op = ctypes.create_string_buffer(_OP.size)
+        pack, size = _capi.OP_STRUCT.pack_into, _capi.OP_STRUCT.size
+        op = ctypes.create_string_buffer(size)
         out = ctypes.c_void_p()
         op_addr, out_addr, h = ctypes.addressof(op), ctypes.addressof(out), w._h
 
         def raw():
             for _ in range(iters):
-                _OP.pack_into(op, 0, _OP.size, _capi.OP_RECV, 0, rx.data_ptr(), 64, _capi.UINT8, 0, 0, 1)
+                pack(op, 0, size, _capi.OP_RECV, 0, rx.data_ptr(), 64, _capi.UINT8, 0, 0, 1)
                 lib.submit(h, op_addr, out_addr)
                 a = out.value
-                _OP.pack_into(op, 0, _OP.size, _capi.OP_SEND, tx.data_ptr(), 0, 64, _capi.UINT8, 0, 0, 2)
+                pack(op, 0, size, _capi.OP_SEND, tx.data_ptr(), 0, 64, _capi.UINT8, 0, 0, 2)
                 lib.submit(h, op_addr, out_addr)
                 b = out.value
                 if lib.wait(a, -1) or lib.wait(b, -1):

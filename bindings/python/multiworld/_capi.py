@@ -8,6 +8,7 @@ prints the real offsets and values)."""
 
 import ctypes
 import os
+import struct
 from ctypes import POINTER, c_char, c_char_p, c_int, c_size_t, c_uint64, c_void_p
 
 # The SONAME major this package is written against (MW_VERSION_MAJOR).
@@ -66,6 +67,26 @@ class Event(ctypes.Structure):
     """mw_event_t"""
     _fields_ = [("type", c_int), ("world", c_void_p), ("world_name", c_char * 129), ("peer_rank", c_int),
                 ("reason", c_int), ("detail", c_char * 256)]
+
+
+def _struct_of(cls):
+    """A struct.Struct writing `cls` at the offsets ctypes computed: one
+    pack_into per operation instead of a setattr per field."""
+    word = {8: "Q", 4: "I"}
+    codes = {c_size_t: word[ctypes.sizeof(c_size_t)], c_void_p: word[ctypes.sizeof(c_void_p)], c_int: "i",
+             c_uint64: "Q"}
+    fmt, pos = "=", 0
+    for name, ctype in cls._fields_:
+        field = getattr(cls, name)
+        fmt += "x" * (field.offset - pos) + codes[ctype]
+        pos = field.offset + field.size
+    packer = struct.Struct(fmt + "x" * (ctypes.sizeof(cls) - pos))
+    assert packer.size == ctypes.sizeof(cls)
+    return packer
+
+
+# Fields in Op's order: size, kind, sendbuf, recvbuf, count, dtype, op, peer, user_data.
+OP_STRUCT = _struct_of(Op)
 
 
 # ---- loading --------------------------------------------------------------------

@@ -166,11 +166,15 @@ class Context:
             else:
                 fut.set_result(world)
 
+        def fail(error):
+            if not fut.cancelled():
+                fut.set_exception(error)
+
         def form():
             try:
                 world = self.create_world(*args, **kwargs)
             except BaseException as e:  # handed to the awaiting task
-                loop.call_soon_threadsafe(lambda: fut.cancelled() or fut.set_exception(e))
+                loop.call_soon_threadsafe(fail, e)
                 return
             try:
                 loop.call_soon_threadsafe(deliver, world)

@@ -2,7 +2,6 @@
 
 import ctypes
 import enum
-import struct
 import sys
 import threading
 
@@ -43,25 +42,8 @@ def redop_value(op):
     raise invalid(f"reduction op {name or op!r} is not supported: sum, prod, min, max or avg")
 
 
-def _op_packer():
-    """A struct.Struct writing an mw_op_t at the offsets ctypes computed."""
-    fmt, pos = "=", 0
-    word = {8: "Q", 4: "I"}
-    codes = {ctypes.c_size_t: word[ctypes.sizeof(ctypes.c_size_t)], ctypes.c_void_p: word[ctypes.sizeof(ctypes.c_void_p)],
-             ctypes.c_int: "i", ctypes.c_uint64: "Q"}
-    for name, ctype in _capi.Op._fields_:
-        field = getattr(_capi.Op, name)
-        fmt += "x" * (field.offset - pos) + codes[ctype]
-        pos = field.offset + field.size
-    fmt += "x" * (ctypes.sizeof(_capi.Op) - pos)
-    packer = struct.Struct(fmt)
-    assert packer.size == ctypes.sizeof(_capi.Op)
-    return packer
-
-
-_OP = _op_packer()
-_OP_SIZE = _OP.size
-_pack_op = _OP.pack_into
+_OP_SIZE = _capi.OP_STRUCT.size
+_pack_op = _capi.OP_STRUCT.pack_into
 _c_submit = _capi.lib.submit
 
 

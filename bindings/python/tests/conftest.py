@@ -53,8 +53,10 @@ class Redis:
         self.url = f"unix://{self.sock}"
 
     def _answers(self):
-        return os.path.exists(self.sock) and subprocess.run(
-            ["redis-cli", "-s", self.sock, "ping"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+        if not os.path.exists(self.sock):
+            return False
+        ping = ["redis-cli", "-s", self.sock, "ping"]
+        return subprocess.run(ping, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
 
     def close(self):
         if self.proc.poll() is None:

@@ -177,3 +177,15 @@ def test_context_unusable_after_fork(ctx, solo):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     solo.all_reduce(torch.ones(2)).wait(10)  # the parent's context is untouched
+
+
+def test_create_world_async_errors(ctx, backend):
+    async def form(*args, **kwargs):
+        return await ctx.create_world_async(*args, **kwargs)
+    with pytest.raises(mw.InvalidArgumentError, match="bad name"):
+        asyncio.run(form("bad name!", 0, 1, backend=backend))
+    with pytest.raises(mw.TimeoutError):
+        asyncio.run(form("alone", 0, 2, backend=backend, timeout=0.3))
+    w = asyncio.run(form("solo2", 0, 1, backend=backend, timeout=10))
+    assert w.state == mw.WorldState.READY and w in ctx.worlds
+    w.destroy()

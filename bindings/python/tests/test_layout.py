@@ -9,7 +9,6 @@ import subprocess
 import pytest
 
 from multiworld import _capi
-from multiworld.world import _OP
 
 # header name -> the package's value
 VALUES = {
@@ -51,12 +50,12 @@ def test_struct_layouts(header):
         assert ctypes.sizeof(cls) == header[f"sizeof {cname}"], cname
         for field, _ in cls._fields_:
             assert getattr(cls, field).offset == header[f"offsetof {cname}.{field}"], (cname, field)
-    assert _OP.size == header["sizeof mw_op_t"]
+    assert _capi.OP_STRUCT.size == header["sizeof mw_op_t"]
 
 
 def test_op_packing_matches_ctypes():
-    buf = ctypes.create_string_buffer(_OP.size)
-    fields = (_OP.size, _capi.OP_REDUCE, 0x1000, 0x2000, 7, _capi.FLOAT32, 3, 5, 2**63 + 9)
-    _OP.pack_into(buf, 0, *fields)
+    buf = ctypes.create_string_buffer(_capi.OP_STRUCT.size)
+    fields = (_capi.OP_STRUCT.size, _capi.OP_REDUCE, 0x1000, 0x2000, 7, _capi.FLOAT32, 3, 5, 2**63 + 9)
+    _capi.OP_STRUCT.pack_into(buf, 0, *fields)
     op = _capi.Op.from_buffer_copy(buf.raw)
     assert tuple(getattr(op, name) for name, _ in _capi.Op._fields_) == fields

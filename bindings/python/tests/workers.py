@@ -5,7 +5,6 @@ non-zero and its traceback lands in the test's output."""
 import asyncio
 import os
 import threading
-import time
 
 import numpy as np
 import torch
