@@ -41,6 +41,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import multiworld as mw  # noqa: E402
 
 WINDOW = 8
+# A busy machine must not break the benchmark's world between measurements.
+CONFIG = {"heartbeat_timeout_ms": 10000}
 BANDWIDTH_ROUND_S, LATENCY_ROUND_S, PROBE_S = 0.12, 0.06, 0.02
 QUIT, BANDWIDTH, LATENCY = 0, 1, 2
 
@@ -186,7 +188,7 @@ def overhead(url, backend, iters, rounds):
 
     lib = _capi.lib
     tx, rx = torch.zeros(64, dtype=torch.uint8), torch.zeros(64, dtype=torch.uint8)
-    with mw.Context(url) as ctx, ctx.create_world("overhead", 0, 1, backend=backend, timeout=30) as w:
+    with mw.Context(url, **CONFIG) as ctx, ctx.create_world("overhead", 0, 1, backend=backend, timeout=30) as w:
         pack, size = _capi.OP_STRUCT.pack_into, _capi.OP_STRUCT.size
         op = ctypes.create_string_buffer(size)
         out = ctypes.c_void_p()
@@ -250,7 +252,7 @@ def main():
     os.environ.setdefault("MW_BIND_ADDRESS", "127.0.0.1")
 
     if args.serve:
-        with mw.Context(args.serve, namespace=args.namespace) as ctx:
+        with mw.Context(args.serve, namespace=args.namespace, **CONFIG) as ctx:
             Peer(ctx.create_world("pyp2p", 1, 2, backend=args.backend, timeout=60)).serve()
         return 0
 
@@ -277,7 +279,7 @@ def main():
         server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", url, "--namespace",
                                    args.namespace, "--backend", args.backend])
         try:
-            with mw.Context(url, namespace=args.namespace) as ctx:
+            with mw.Context(url, namespace=args.namespace, **CONFIG) as ctx:
                 peer = Peer(ctx.create_world("pyp2p", 0, 2, backend=args.backend, timeout=60))
                 print(f"# python_p2p on {args.backend}: torch uint8 tensors through multiworld (python) against "
                       f"mw_bench p2p's C API side (c), same sizes, alternating per size; median of {args.rounds}")
