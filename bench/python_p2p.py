@@ -40,6 +40,10 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bindings", "python"))
 import multiworld as mw  # noqa: E402
 
+# torch's intra-op threads spin for a while after each parallel fill or
+# compare, taking cores from the transfer being timed; the C side has none.
+torch.set_num_threads(1)
+
 WINDOW = 8
 # A busy machine must not break the benchmark's world between measurements.
 CONFIG = {"heartbeat_timeout_ms": 10000}
