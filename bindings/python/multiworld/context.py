@@ -262,7 +262,8 @@ class Context:
                 return None
             self._watch(loop)
             fut = loop.create_future()
-            self._event_futures.append(fut)
+            # Futures of iterations that timed out go here, not at the next event.
+            self._event_futures = [f for f in self._event_futures if not f.done()] + [fut]
             return fut
 
     # ---- requests ----------------------------------------------------------------
