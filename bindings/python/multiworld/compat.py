@@ -29,12 +29,7 @@ class BrokenWorldException(WorldBrokenError):
     """The world broke (a member failed) or was removed."""
 
     def __init__(self, world_name, msg, peer_rank=-1):
-        super().__init__(_capi.ERR_WORLD_BROKEN, f"{world_name} broken: {msg}", world_name, peer_rank)
-        self._world_name = world_name
-        self._msg = msg
-
-    def __str__(self):
-        return f"{self._world_name} broken: {self._msg}"
+        super().__init__(_capi.ERR_WORLD_BROKEN, f"world {world_name!r} is broken: {msg}", world_name, peer_rank)
 
 
 class WorldManager:
@@ -83,14 +78,14 @@ class WorldManager:
     def add_world(self, world_name, backend):
         """Registers a world name (initialize_world does this)."""
         if world_name in self._worlds:
-            raise ValueError(f"World {world_name} already exists.")
+            raise ValueError(f"add_world: {world_name!r} is in use; remove it first")
         self._worlds[world_name] = None
         self._communicator.add_world(world_name, backend)
 
     def remove_world(self, world_name):
         """Destroys the world and forgets its name."""
         if world_name not in self._worlds:
-            raise ValueError(f"World {world_name} does not exist.")
+            raise ValueError(f"remove_world: no world {world_name!r} (never added, or removed already)")
         world = self._worlds.pop(world_name)
         self._communicator.remove_world(world_name)
         if world is not None:
@@ -180,7 +175,7 @@ class WorldCommunicator:
     def _get(self, world_name, op):
         world = self._manager._world(world_name)
         if world is None or self.is_broken(world_name):
-            raise BrokenWorldException(world_name, f"function for {op} not found")
+            raise BrokenWorldException(world_name, f"{op} on a world that is unknown, removed or not formed yet")
         return world
 
     async def _run(self, world_name, op, issue):
