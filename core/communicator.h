@@ -27,11 +27,6 @@ class TransportError : public std::runtime_error {
   int peer_rank_;  // -1 when the failing member is unknown
 };
 
-struct OpResult {
-  Status status = Status::Ok;
-  std::string detail;
-};
-
 // The part of an operation that runs on the world's worker thread.
 class PendingOp {
  public:

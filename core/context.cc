@@ -7,9 +7,12 @@
 #include <random>
 
 #include "core/backends/gloo/gloo_communicator.h"
+#include "core/backends/ucx/ucx_context.h"
+#include "core/backends/ucx/ucx_world.h"
 #include "core/backends/nccl/nccl_communicator.h"
 #include "core/backends/nccl/nccl_plugin_loader.h"
 #include "core/error.h"
+#include "core/lanes.h"
 #include "core/log.h"
 
 namespace mw {
@@ -59,6 +62,7 @@ Config validated(const Config& cfg) {
 
 bool backendAvailable(Backend b) noexcept {
   if (b == Backend::Gloo) return true;
+  if (b == Backend::Ucx) return ucxUsable();
   if (b == Backend::Nccl) return ncclSupport().usable();
   return false;
 }
@@ -86,6 +90,27 @@ Context::~Context() {
     if (w->destroy()) watchdog_->recordLeft(*w);
   }
   watchdog_.reset();
+  // Requests the program did not free may still hold it; its endpoints and
+  // thread go now regardless.
+  if (ucx_) ucx_->shutdown();
+}
+
+std::shared_ptr<UcxContext> Context::ucx() {
+  std::lock_guard<std::mutex> lock(ucx_m_);
+  if (!ucx_) ucx_ = std::make_shared<UcxContext>(cfg_.spin);
+  return ucx_;
+}
+
+std::shared_ptr<ProgressDriver> Context::ucxDriver() {
+  std::lock_guard<std::mutex> lock(ucx_m_);
+  return ucx_ ? ucx_->engine() : nullptr;
+}
+
+std::vector<std::shared_ptr<Request>> Context::poll(size_t max, std::chrono::milliseconds timeout) {
+  if (max > 0 && timeout.count() != 0) {
+    if (auto driver = ucxDriver()) driver->spinUntil([this] { return !cq_->empty(); });
+  }
+  return cq_->pop(max, timeout);
 }
 
 World* Context::createWorld(const std::string& name, int rank, int size, Backend backend, int device,
@@ -103,9 +128,12 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
     throw Error(Status::InvalidArgument,
                 "timeout_ms " + std::to_string(timeout_ms) + " must be >= 0, or -1 for no limit");
   }
-  if (backend != Backend::Gloo && backend != Backend::Nccl) {
+  if (backend != Backend::Gloo && backend != Backend::Nccl && backend != Backend::Ucx) {
     throw Error(Status::InvalidArgument, "backend " + std::to_string(static_cast<int>(backend)) +
-                                             " is not MW_BACKEND_GLOO (1) or MW_BACKEND_NCCL (2)");
+                                             " is not MW_BACKEND_GLOO (1), MW_BACKEND_NCCL (2) or MW_BACKEND_UCX (3)");
+  }
+  if (backend == Backend::Ucx && !ucxUsable()) {
+    throw Error(Status::Unsupported, "world '" + name + "': the UCX backend cannot start here (ucp_init failed)");
   }
   // `device` is the CUDA ordinal of an NCCL world; Gloo worlds ignore it.
   if (backend == Backend::Nccl) requireNcclDevice(name, device);
@@ -125,16 +153,23 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
   }
   Deadline deadline = timeout_ms < 0 ? Clock::now() + kForever
                                      : Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::shared_ptr<UcxContext> ucx_context = backend == Backend::Ucx ? ucx() : nullptr;
   Formation f = rendezvous_.join(name, rank, size, deadline);
-  std::unique_ptr<Communicator> comm = GlooCommunicator::connect(
-      gloo_device_, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank, size, deadline);
-  if (backend == Backend::Nccl) {
-    // The Gloo mesh stays as the world's liveness link; NCCL moves the data.
-    comm = NcclCommunicator::connect(*ncclSupport().plugin, std::move(comm), pool_,
-                                     keys_.worldEpoch(name, f.epoch, "n:"), rank, size, device, deadline);
+  std::unique_ptr<WorldBackend> runner;
+  if (backend == Backend::Ucx) {
+    runner = UcxWorld::connect(ucx_context, pool_, keys_.worldEpoch(name, f.epoch, "u:"), rank, size, deadline);
+  } else {
+    std::unique_ptr<Communicator> comm = GlooCommunicator::connect(
+        gloo_device_, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank, size, deadline);
+    if (backend == Backend::Nccl) {
+      // The Gloo mesh stays as the world's liveness link; NCCL moves the data.
+      comm = NcclCommunicator::connect(*ncclSupport().plugin, std::move(comm), pool_,
+                                       keys_.worldEpoch(name, f.epoch, "n:"), rank, size, device, deadline);
+    }
+    runner = std::make_unique<LaneBackend>(std::move(comm));
   }
   WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
-  auto world = std::make_shared<World>(std::move(id), std::move(comm), *this, cfg_.op_timeout);
+  auto world = std::make_shared<World>(std::move(id), std::move(runner), *this, cfg_.op_timeout);
   world->start();
   watchdog_->watch(world);
   std::lock_guard<std::mutex> lock(m_);

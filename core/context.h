@@ -26,7 +26,9 @@ class Device;
 
 namespace mw {
 
-enum class Backend { Gloo = 1, Nccl = 2 };
+class UcxContext;
+
+enum class Backend { Gloo = 1, Nccl = 2, Ucx = 3 };
 
 bool backendAvailable(Backend b) noexcept;
 
@@ -43,6 +45,10 @@ class Context : public WorldOwner {
   void destroyWorld(World* w) override;
 
   const std::shared_ptr<CompletionQueue>& completions() const override { return cq_; }
+  // mw_poll: up to `max` finished requests, waiting up to `timeout`
+  // (negative: forever) for the first; drives UCX progress itself for up
+  // to spin_us first.
+  std::vector<std::shared_ptr<Request>> poll(size_t max, std::chrono::milliseconds timeout);
   EventQueue& events() { return events_; }
   // mw_context_fd / mw_context_wake.
   int fd() { return readiness_->fd(); }
@@ -62,7 +68,13 @@ class Context : public WorldOwner {
   std::shared_ptr<CompletionQueue> cq_ = std::make_shared<CompletionQueue>(readiness_);
   std::unique_ptr<Watchdog> watchdog_;
 
+  // The UCX engine of this context, started with its first UCX world.
+  std::shared_ptr<UcxContext> ucx();
+  std::shared_ptr<ProgressDriver> ucxDriver();
+
   const std::shared_ptr<gloo::transport::Device> gloo_device_;  // shared by every Gloo world
+  std::mutex ucx_m_;
+  std::shared_ptr<UcxContext> ucx_;
   std::mutex m_;
   std::map<World*, std::shared_ptr<World>> worlds_;
 };

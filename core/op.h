@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "core/dtype.h"
+#include "core/error.h"
 
 namespace mw {
 
@@ -23,6 +25,12 @@ struct OpDesc {
   DType dtype = DType::UInt8;
   RedOp redop = RedOp::Sum;
   int peer = -1;  // dst for send, src for recv, root for rooted collectives
+};
+
+// How an operation ended, as its request reports it.
+struct OpResult {
+  Status status = Status::Ok;
+  std::string detail;
 };
 
 // Throws Error(InvalidArgument) naming the bad value: unknown dtype or

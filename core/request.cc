@@ -6,8 +6,8 @@
 namespace mw {
 
 Request* Request::create(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq,
-                         uint64_t user_data) {
-  std::shared_ptr<Request> r(new Request(std::move(world), std::move(cq), user_data));
+                         uint64_t user_data, std::shared_ptr<ProgressDriver> driver) {
+  std::shared_ptr<Request> r(new Request(std::move(world), std::move(cq), user_data, std::move(driver)));
   r->caller_ref_ = r;
   return r.get();
 }
@@ -23,6 +23,7 @@ Status Request::test() {
 }
 
 Status Request::wait(std::chrono::milliseconds timeout) {
+  if (driver_ && timeout.count() != 0) driver_->spinUntil([this] { return finished(); });
   Status s;
   {
     std::unique_lock<std::mutex> lock(m_);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/progress_driver.h"
 
 namespace mw {
 
@@ -24,8 +25,9 @@ class Request : public std::enable_shared_from_this<Request> {
   // The returned request holds a reference to itself on the caller's
   // behalf; release() drops it (mw_request_free). `user_data` is set before
   // anything can complete it.
+  // `driver`, when set, is progressed by wait() for a bounded spin.
   static Request* create(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq,
-                         uint64_t user_data = 0);
+                         uint64_t user_data = 0, std::shared_ptr<ProgressDriver> driver = nullptr);
 
   Status test();
   // Waits up to `timeout` (negative: forever); returns InProgress on timeout.
@@ -45,12 +47,14 @@ class Request : public std::enable_shared_from_this<Request> {
 
  private:
   friend class CompletionQueue;
-  Request(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq, uint64_t user_data)
-      : world_(std::move(world)), cq_(std::move(cq)), user_data_(user_data) {}
+  Request(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq, uint64_t user_data,
+          std::shared_ptr<ProgressDriver> driver)
+      : world_(std::move(world)), cq_(std::move(cq)), driver_(std::move(driver)), user_data_(user_data) {}
   void markReported();
 
   const std::shared_ptr<World> world_;
   const std::shared_ptr<CompletionQueue> cq_;
+  const std::shared_ptr<ProgressDriver> driver_;
   std::shared_ptr<Request> caller_ref_;
   std::atomic<uint64_t> user_data_;
   std::atomic<bool> finished_{false};  // status_ is final; read without the lock

@@ -1,27 +1,16 @@
 // One incarnation of a world on this process: its identity, its state
-// (ready -> broken -> destroyed), and the lanes that run issued operations.
+// (ready -> broken -> destroyed), and the backend that runs its operations.
 // Backend-neutral.
-//
-// Lanes: sends and collectives run in issue order on the main lane; the
-// receives from each peer run in issue order on that peer's own lane, so a
-// receive that is posted long before its message arrives (the usual way to
-// serve) never holds up sends, collectives or receives from other peers.
-// Each lane has one named thread; receive lanes start on first use.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "core/communicator.h"
-#include "core/deadline.h"
 #include "core/op.h"
+#include "core/world_backend.h"
 
 namespace mw {
 
@@ -53,7 +42,7 @@ struct WorldIdentity {
 
 class World : public std::enable_shared_from_this<World> {
  public:
-  World(WorldIdentity id, std::unique_ptr<Communicator> comm, WorldOwner& owner,
+  World(WorldIdentity id, std::unique_ptr<WorldBackend> backend, WorldOwner& owner,
         std::chrono::milliseconds op_timeout);
   ~World();
   void start();
@@ -63,6 +52,7 @@ class World : public std::enable_shared_from_this<World> {
   int rank() const { return id_.rank; }
   int size() const { return id_.size; }
   const std::vector<std::string>& members() const { return id_.members; }
+  std::chrono::milliseconds opTimeout() const { return op_timeout_; }
   WorldState state() const;
   WorldOwner& owner() const { return owner_; }
 
@@ -78,45 +68,26 @@ class World : public std::enable_shared_from_this<World> {
   // backend, fails pending requests with WorldBroken and tells the owner.
   void breakWorld(int peer_rank, const std::string& detail, bool announce);
 
-  // Bounded: aborts the backend, stops the worker, fails what is pending
-  // with Cancelled and releases the backend. True when the world was still
-  // ready, i.e. the other members have not heard of a break yet.
+  // Bounded: aborts and stops the backend; what is pending completes with
+  // Cancelled. True when the world was still ready, i.e. the other members
+  // have not heard of a break yet.
   bool destroy();
 
+  // What pending operations fail with now: Cancelled once destroyed, else
+  // WorldBroken, each with its message.
+  OpResult failure() const;
+
  private:
-  struct Item {
-    std::shared_ptr<Request> request;
-    std::unique_ptr<PendingOp> op;
-  };
-  static constexpr int kMainLane = -1;
-  struct Lane {
-    int peer = kMainLane;  // the peer whose receives it runs, or kMainLane
-    std::deque<Item> queue;
-    std::condition_variable cv;
-    std::thread thread;
-    bool running = false;  // an item taken from the queue has not finished
-    bool exited = false;
-  };
-
-  Lane& laneFor(const OpDesc& op);  // under m_
-  Lane& lane(int key);               // under m_; starts the lane's thread
-  void laneMain(Lane& lane);
-  void runItem(Item& item);
-  Status failureStatus() const;  // WorldBroken or Cancelled, for the state now
-  void notifyAll();              // under m_
-
   const WorldIdentity id_;
-  std::unique_ptr<Communicator> comm_;
+  const std::unique_ptr<WorldBackend> backend_;
   WorldOwner& owner_;
   const std::chrono::milliseconds op_timeout_;
 
-  std::mutex issue_m_;  // makes post order equal queue order
+  std::mutex issue_m_;  // makes the backend see operations in issue order
   mutable std::mutex m_;
   WorldState state_ = WorldState::Ready;
   std::string broken_detail_;
-  bool stopping_ = false;
-  std::map<int, std::unique_ptr<Lane>> lanes_;  // by peer; kMainLane first
-  std::condition_variable lane_exited_;
+  bool stopped_ = false;
 };
 
 }  // namespace mw

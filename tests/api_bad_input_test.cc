@@ -307,7 +307,8 @@ TEST(LibraryBadInput, LastErrorNeverNullAndThreadLocal) {
 
 TEST(LibraryBadInput, BackendAvailable) {
   EXPECT_EQ(mw_backend_available(MW_BACKEND_GLOO), 1);  // NCCL: nccl_test
-  for (int v : {0, 3, -1, 1000, INT_MIN, INT_MAX}) {
+  EXPECT_EQ(mw_backend_available(MW_BACKEND_UCX), 1);
+  for (int v : {0, 4, -1, 1000, INT_MIN, INT_MAX}) {
     EXPECT_EQ(mw_backend_available(backendValue(v)), 0) << v;
   }
 }
@@ -347,7 +348,7 @@ TEST(LibraryBadInput, NullHandlesWithoutAContext) {
   // world
   mw_world_t* w = sentinelWorld();
   EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT,
-                 mw_world_create(nullptr, "w", 0, 1, MW_BACKEND_GLOO, 0, 1000, &w), "ctx", "NULL");
+                 mw_world_create(nullptr, "w", 0, 1, mwtest::hostBackend(), 0, 1000, &w), "ctx", "NULL");
   // operations on a NULL world
   for (const auto& op : ops()) {
     SCOPED_TRACE(op.name);
@@ -601,7 +602,7 @@ class WorldBadInput : public ::testing::Test {
     redis_ = new mwtest::RedisServer();
     ctx_ = mwtest::newContext(redis_->url());
     if (ctx_) {
-      if (mw_world_create(ctx_, "solo", 0, 1, MW_BACKEND_GLOO, 0, 30000, &solo_) != MW_OK) {
+      if (mw_world_create(ctx_, "solo", 0, 1, mwtest::hostBackend(), 0, 30000, &solo_) != MW_OK) {
         std::fprintf(stderr, "creating world 'solo': %s\n", mw_last_error());
         solo_ = nullptr;
       }
@@ -638,11 +639,11 @@ mw_world_t* WorldBadInput::solo_ = nullptr;
 TEST_F(WorldBadInput, CreateNullArguments) {
   mw_world_t* w = sentinelWorld();
   EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT,
-                 mw_world_create(nullptr, "n1", 0, 1, MW_BACKEND_GLOO, 0, 1000, &w), "ctx", "NULL");
+                 mw_world_create(nullptr, "n1", 0, 1, mwtest::hostBackend(), 0, 1000, &w), "ctx", "NULL");
   EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT,
-                 mw_world_create(ctx_, nullptr, 0, 1, MW_BACKEND_GLOO, 0, 1000, &w), "name", "NULL");
+                 mw_world_create(ctx_, nullptr, 0, 1, mwtest::hostBackend(), 0, 1000, &w), "name", "NULL");
   EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT,
-                 mw_world_create(ctx_, "n1", 0, 1, MW_BACKEND_GLOO, 0, 1000, nullptr), "out", "NULL");
+                 mw_world_create(ctx_, "n1", 0, 1, mwtest::hostBackend(), 0, 1000, nullptr), "out", "NULL");
 }
 
 TEST_F(WorldBadInput, CreateBadNames) {
@@ -658,7 +659,7 @@ TEST_F(WorldBadInput, CreateBadNames) {
     // The message names the world; a very long name may be shortened.
     const std::string needle = name.empty() ? "name ''" : "'" + name.substr(0, 129);
     EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT,
-                   mw_world_create(ctx_, name.c_str(), 0, 1, MW_BACKEND_GLOO, 0, 1000, &w), needle);
+                   mw_world_create(ctx_, name.c_str(), 0, 1, mwtest::hostBackend(), 0, 1000, &w), needle);
     EXPECT_EQ(w, nullptr);
     if (w && w != sentinelWorld()) mw_world_destroy(w);
   }
@@ -669,7 +670,7 @@ TEST_F(WorldBadInput, LongestAndOddButValidNames) {
                            std::string(":")}) {
     SCOPED_TRACE(name);
     mw_world_t* w = nullptr;
-    EXPECT_MW_OK(mw_world_create(ctx_, name.c_str(), 0, 1, MW_BACKEND_GLOO, 0, 30000, &w));
+    EXPECT_MW_OK(mw_world_create(ctx_, name.c_str(), 0, 1, mwtest::hostBackend(), 0, 30000, &w));
     ASSERT_NE(w, nullptr);
     EXPECT_EQ(std::string(mw_world_name(w)), name);
     EXPECT_EQ(mw_world_rank(w), 0);
@@ -695,7 +696,7 @@ TEST_F(WorldBadInput, CreateBadRanksAndSizes) {
     mw_world_t* w = sentinelWorld();
     const std::string name = uniqueName("rs");
     EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT,
-                   mw_world_create(ctx_, name.c_str(), c.rank, c.size, MW_BACKEND_GLOO, 0, 1000, &w),
+                   mw_world_create(ctx_, name.c_str(), c.rank, c.size, mwtest::hostBackend(), 0, 1000, &w),
                    num(c.named));
     EXPECT_EQ(w, nullptr);
     if (w && w != sentinelWorld()) mw_world_destroy(w);
@@ -708,12 +709,12 @@ TEST_F(WorldBadInput, HugeSizeTimesOutWithoutHarm) {
   const std::string name = uniqueName("huge");
   auto t0 = Clock::now();
   EXPECT_MW_FAIL(MW_ERR_TIMEOUT,
-                 mw_world_create(ctx_, name.c_str(), 0, INT_MAX, MW_BACKEND_GLOO, 0, 200, &w), name);
+                 mw_world_create(ctx_, name.c_str(), 0, INT_MAX, mwtest::hostBackend(), 0, 200, &w), name);
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
   EXPECT_EQ(w, nullptr);
   w = sentinelWorld();
   EXPECT_MW_FAIL(MW_ERR_TIMEOUT,
-                 mw_world_create(ctx_, uniqueName("huge").c_str(), INT_MAX - 1, INT_MAX, MW_BACKEND_GLOO, 0, 0, &w),
+                 mw_world_create(ctx_, uniqueName("huge").c_str(), INT_MAX - 1, INT_MAX, mwtest::hostBackend(), 0, 0, &w),
                  "huge");
   EXPECT_EQ(w, nullptr);
 }
@@ -722,14 +723,14 @@ TEST_F(WorldBadInput, CreateBadTimeouts) {
   for (int t : {-2, -1000, INT_MIN}) {
     mw_world_t* w = sentinelWorld();
     EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT,
-                   mw_world_create(ctx_, uniqueName("to").c_str(), 0, 1, MW_BACKEND_GLOO, 0, t, &w),
+                   mw_world_create(ctx_, uniqueName("to").c_str(), 0, 1, mwtest::hostBackend(), 0, t, &w),
                    "timeout_ms", num(t));
     EXPECT_EQ(w, nullptr);
   }
 }
 
 TEST_F(WorldBadInput, CreateBadBackends) {
-  for (int b : {0, 3}) {
+  for (int b : {0, 4, -1}) {
     mw_world_t* w = sentinelWorld();
     EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT,
                    mw_world_create(ctx_, uniqueName("be").c_str(), 0, 1, backendValue(b), 0, 1000, &w),
@@ -738,10 +739,10 @@ TEST_F(WorldBadInput, CreateBadBackends) {
   }
 }
 
-TEST_F(WorldBadInput, GlooIgnoresDevice) {
+TEST_F(WorldBadInput, HostBackendsIgnoreDevice) {
   for (int device : {-1, INT_MAX, INT_MIN}) {
     mw_world_t* w = nullptr;
-    EXPECT_MW_OK(mw_world_create(ctx_, uniqueName("dev").c_str(), 0, 1, MW_BACKEND_GLOO, device, 30000, &w));
+    EXPECT_MW_OK(mw_world_create(ctx_, uniqueName("dev").c_str(), 0, 1, mwtest::hostBackend(), device, 30000, &w));
     EXPECT_MW_OK(mw_world_destroy(w));
   }
 }
@@ -749,25 +750,25 @@ TEST_F(WorldBadInput, GlooIgnoresDevice) {
 TEST_F(WorldBadInput, SameNameAndRankTwiceInOneContext) {
   const std::string name = uniqueName("dup");
   mw_world_t* first = nullptr;
-  ASSERT_EQ(mw_world_create(ctx_, name.c_str(), 0, 1, MW_BACKEND_GLOO, 0, 30000, &first), MW_OK)
+  ASSERT_EQ(mw_world_create(ctx_, name.c_str(), 0, 1, mwtest::hostBackend(), 0, 30000, &first), MW_OK)
       << lastErrorText();
   const uint64_t epoch = mw_world_epoch(first);
   EXPECT_GE(epoch, 1u);
 
   mw_world_t* second = sentinelWorld();
   EXPECT_MW_FAIL(MW_ERR_ALREADY_EXISTS,
-                 mw_world_create(ctx_, name.c_str(), 0, 1, MW_BACKEND_GLOO, 0, 1000, &second), name);
+                 mw_world_create(ctx_, name.c_str(), 0, 1, mwtest::hostBackend(), 0, 1000, &second), name);
   EXPECT_EQ(second, nullptr);
   // Same rank with another size is still the same claim.
   second = sentinelWorld();
   EXPECT_MW_FAIL(MW_ERR_ALREADY_EXISTS,
-                 mw_world_create(ctx_, name.c_str(), 0, 2, MW_BACKEND_GLOO, 0, 200, &second), name);
+                 mw_world_create(ctx_, name.c_str(), 0, 2, mwtest::hostBackend(), 0, 200, &second), name);
   EXPECT_EQ(second, nullptr);
   EXPECT_EQ(mw_world_state(first), MW_WORLD_READY);
 
   EXPECT_MW_OK(mw_world_destroy(first));
   mw_world_t* again = nullptr;
-  EXPECT_MW_OK(mw_world_create(ctx_, name.c_str(), 0, 1, MW_BACKEND_GLOO, 0, 30000, &again));
+  EXPECT_MW_OK(mw_world_create(ctx_, name.c_str(), 0, 1, mwtest::hostBackend(), 0, 30000, &again));
   ASSERT_NE(again, nullptr);
   EXPECT_GT(mw_world_epoch(again), epoch);
   EXPECT_EQ(mw_world_state(again), MW_WORLD_READY);
@@ -777,13 +778,13 @@ TEST_F(WorldBadInput, SameNameAndRankTwiceInOneContext) {
 TEST_F(WorldBadInput, SameNameAndRankClaimedByAnotherLiveContext) {
   const std::string name = uniqueName("claim");
   mw_world_t* first = nullptr;
-  ASSERT_EQ(mw_world_create(ctx_, name.c_str(), 0, 1, MW_BACKEND_GLOO, 0, 30000, &first), MW_OK)
+  ASSERT_EQ(mw_world_create(ctx_, name.c_str(), 0, 1, mwtest::hostBackend(), 0, 30000, &first), MW_OK)
       << lastErrorText();
   mw_context_t* other = mwtest::newContext(redis_->url());
   ASSERT_NE(other, nullptr);
   mw_world_t* second = sentinelWorld();
   EXPECT_MW_FAIL(MW_ERR_ALREADY_EXISTS,
-                 mw_world_create(other, name.c_str(), 0, 1, MW_BACKEND_GLOO, 0, 2000, &second), name);
+                 mw_world_create(other, name.c_str(), 0, 1, mwtest::hostBackend(), 0, 2000, &second), name);
   if (second && second != sentinelWorld()) mw_world_destroy(second);
   mw_context_free(other);
   EXPECT_MW_OK(mw_world_destroy(first));
@@ -965,7 +966,7 @@ TEST_F(WorldBadInput, PollBadArguments) {
   mw_context_t* ctx = mwtest::newContext(redis_->url());
   ASSERT_NE(ctx, nullptr);
   mw_world_t* w = nullptr;
-  ASSERT_EQ(mw_world_create(ctx, "poll", 0, 1, MW_BACKEND_GLOO, 0, 30000, &w), MW_OK) << lastErrorText();
+  ASSERT_EQ(mw_world_create(ctx, "poll", 0, 1, mwtest::hostBackend(), 0, 30000, &w), MW_OK) << lastErrorText();
 
   size_t n = 99;
   mw_completion_t c[4];
@@ -1021,7 +1022,7 @@ TEST(WorldOfTwoBadInput, SizesRootsAndNonRootBuffers) {
 
   auto member = [&](int rank) {
     mw_world_t* w = nullptr;
-    mw_status_t s = mw_world_create(ctx[rank], "pair", rank, 2, MW_BACKEND_GLOO, 0, 30000, &w);
+    mw_status_t s = mw_world_create(ctx[rank], "pair", rank, 2, mwtest::hostBackend(), 0, 30000, &w);
     EXPECT_EQ(s, MW_OK) << "rank " << rank << ": " << lastErrorText();
     if (s != MW_OK) return;
     Buffers b;

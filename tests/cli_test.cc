@@ -66,8 +66,8 @@ TEST(Cli, StatusShowsMembersAndMarksBrokenWorlds) {
     mw_context_t* ctx = newContext(redis.url());
     MWT_REQUIRE(ctx);
     mw_world_t *h = nullptr, *d = nullptr;
-    if (rank_in_healthy >= 0) MWT_CHECK(mw_world_create(ctx, "healthy", rank_in_healthy, 2, MW_BACKEND_GLOO, 0, 20000, &h));
-    MWT_CHECK(mw_world_create(ctx, "doomed", rank_in_doomed, 3, MW_BACKEND_GLOO, 0, 20000, &d));
+    if (rank_in_healthy >= 0) MWT_CHECK(mw_world_create(ctx, "healthy", rank_in_healthy, 2, mwtest::hostBackend(), 0, 20000, &h));
+    MWT_CHECK(mw_world_create(ctx, "doomed", rank_in_doomed, 3, mwtest::hostBackend(), 0, 20000, &d));
     flags->formed.fetch_add(1);
     while (!flags->done.load()) std::this_thread::sleep_for(20ms);
     mw_context_free(ctx);

@@ -95,7 +95,7 @@ struct Member {
     return create(name, rank, size, &world);
   }
   bool create(const char* name, int rank, int size, mw_world_t** out) {
-    mw_status_t s = mw_world_create(ctx, name, rank, size, MW_BACKEND_GLOO, 0, 30000, out);
+    mw_status_t s = mw_world_create(ctx, name, rank, size, mwtest::hostBackend(), 0, 30000, out);
     if (s != MW_OK) {
       std::fprintf(stderr, "rank %d: mw_world_create(%s) -> %s (%s)\n", rank, name, mw_status_string(s),
                    mw_last_error());

@@ -237,7 +237,7 @@ TEST(FaultCycles, KillDetectDestroyRecreateDoesNotLeak) {
         rss0 = rssKiB();
       }
       mw_world_t* w;
-      MWT_CHECK(mw_world_create(ctx, "cycle", 0, 2, MW_BACKEND_GLOO, 0, 20000, &w));
+      MWT_CHECK(mw_world_create(ctx, "cycle", 0, 2, mwtest::hostBackend(), 0, 20000, &w));
       char one = 1;
       MWT_REQUIRE(write(formed[1], &one, 1) == 1);
       // The peer is killed now; a recv it will never answer must fail, at
@@ -274,7 +274,7 @@ TEST(FaultCycles, KillDetectDestroyRecreateDoesNotLeak) {
       // The survivor starts the new epoch; until its break notice lands a
       // replacement may find the old incarnation still held.
       mw_status_t s;
-      while ((s = mw_world_create(ctx, "cycle", 1, 2, MW_BACKEND_GLOO, 0, 20000, &w)) == MW_ERR_ALREADY_EXISTS) {
+      while ((s = mw_world_create(ctx, "cycle", 1, 2, mwtest::hostBackend(), 0, 20000, &w)) == MW_ERR_ALREADY_EXISTS) {
         std::this_thread::sleep_for(10ms);
       }
       MWT_CHECK(s);

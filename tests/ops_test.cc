@@ -661,7 +661,7 @@ struct Member {
   bool join(const std::string& url, const char* name, int rank, int size) {
     ctx = mwtest::newContext(url, kSettings);
     if (!ctx) return false;
-    mw_status_t s = mw_world_create(ctx, name, rank, size, MW_BACKEND_GLOO, 0, 60000, &world);
+    mw_status_t s = mw_world_create(ctx, name, rank, size, mwtest::hostBackend(), 0, 60000, &world);
     if (s != MW_OK) {
       std::fprintf(stderr, "rank %d: mw_world_create(%s) -> %s (%s)\n", rank, name, mw_status_string(s),
                    mw_last_error());

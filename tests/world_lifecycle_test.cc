@@ -22,7 +22,7 @@ int createAndBarrier(const std::string& url, const char* name, int rank, int siz
   mw_context_t* ctx = newContext(url);
   MWT_REQUIRE(ctx);
   mw_world_t* w = nullptr;
-  MWT_CHECK(mw_world_create(ctx, name, rank, size, MW_BACKEND_GLOO, 0, 20000, &w));
+  MWT_CHECK(mw_world_create(ctx, name, rank, size, mwtest::hostBackend(), 0, 20000, &w));
   mw_request_t* req;
   MWT_CHECK(mw_barrier_async(w, &req));
   MWT_CHECK(waitAndFree(req));
@@ -79,7 +79,7 @@ TEST(WorldLifecycle, RankClaimedTwiceIsAlreadyExists) {
     mw_context_t* ctx = newContext(redis.url());
     MWT_REQUIRE(ctx);
     mw_world_t* world = nullptr;
-    mw_status_t s = mw_world_create(ctx, "dup", 0, 2, MW_BACKEND_GLOO, 0, 5000, &world);
+    mw_status_t s = mw_world_create(ctx, "dup", 0, 2, mwtest::hostBackend(), 0, 5000, &world);
     MWT_REQUIRE(expectStatus(s, MW_ERR_ALREADY_EXISTS, "second claim of rank 0"));
     MWT_REQUIRE(std::string(mw_last_error()).find("rank 0") != std::string::npos);
     mw_context_free(ctx);
@@ -97,7 +97,7 @@ TEST(WorldLifecycle, SizeMismatchFailsEveryWaitingMember) {
     MWT_REQUIRE(ctx);
     mw_world_t* world = nullptr;
     auto start = std::chrono::steady_clock::now();
-    mw_status_t s = mw_world_create(ctx, "mismatch", rank, size, MW_BACKEND_GLOO, 0, 20000, &world);
+    mw_status_t s = mw_world_create(ctx, "mismatch", rank, size, mwtest::hostBackend(), 0, 20000, &world);
     MWT_REQUIRE(expectStatus(s, MW_ERR_INVALID_ARGUMENT, "size mismatch"));
     MWT_REQUIRE(std::string(mw_last_error()).find("size") != std::string::npos);
     // Reported at rendezvous, not by running into the 20 s timeout.
@@ -121,12 +121,12 @@ TEST(WorldLifecycle, TimeoutWithdrawsTheClaim) {
     MWT_REQUIRE(ctx);
     mw_world_t* world = nullptr;
     auto start = std::chrono::steady_clock::now();
-    mw_status_t s = mw_world_create(ctx, "lonely", 0, 2, MW_BACKEND_GLOO, 0, 300, &world);
+    mw_status_t s = mw_world_create(ctx, "lonely", 0, 2, mwtest::hostBackend(), 0, 300, &world);
     auto took = std::chrono::steady_clock::now() - start;
     MWT_REQUIRE(expectStatus(s, MW_ERR_TIMEOUT, "create without peer"));
     MWT_REQUIRE(took >= 250ms && took < 3s);
     // The same rank can be claimed again at once: the claim was withdrawn.
-    s = mw_world_create(ctx, "lonely", 0, 2, MW_BACKEND_GLOO, 0, 300, &world);
+    s = mw_world_create(ctx, "lonely", 0, 2, mwtest::hostBackend(), 0, 300, &world);
     MWT_REQUIRE(expectStatus(s, MW_ERR_TIMEOUT, "second create without peer"));
     mw_context_free(ctx);
     return 0;
@@ -145,7 +145,7 @@ TEST(WorldLifecycle, UnreachableRedisIsStoreError) {
     MWT_REQUIRE(ev.type == MW_EVENT_STORE_DOWN);
     mw_world_t* world = nullptr;
     auto start = std::chrono::steady_clock::now();
-    mw_status_t s = mw_world_create(ctx, "nostore", 0, 1, MW_BACKEND_GLOO, 0, 2000, &world);
+    mw_status_t s = mw_world_create(ctx, "nostore", 0, 1, mwtest::hostBackend(), 0, 2000, &world);
     MWT_REQUIRE(expectStatus(s, MW_ERR_STORE, "create while redis is down"));
     MWT_REQUIRE(std::chrono::steady_clock::now() - start < 2500ms);
     mw_context_free(ctx);

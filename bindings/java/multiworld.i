@@ -19,6 +19,11 @@
  *                             per call. n_out is a long[1].
  *   - mw_event_t              a proxy struct, read-only from Java; free it
  *                             with delete() (no finalizer).
+ *   - mw_submit               through mwj_submit (host buffers as direct
+ *                             Buffers) and mwj_submit_device (device
+ *                             addresses as long), which take the
+ *                             descriptor's fields as arguments.
+ *   - device memory           mwj_device_* (native/device_memory.h).
  */
 %module(jniclassname="MultiworldJNI") Multiworld
 
@@ -26,6 +31,8 @@
 #include <multiworld/multiworld.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "device_memory.h"
 %}
 
 /* The JNI class loads the library itself (multiworld.jni.path, else
@@ -95,24 +102,30 @@ MW_HANDLE(mw_request_t)
   }
 %}
 
-/* ---- size_t* n_out: long[1] --------------------------------------------- */
-%typemap(jni) size_t* n_out "jlongArray"
-%typemap(jtype) size_t* n_out "long[]"
-%typemap(jstype) size_t* n_out "long[]"
-%typemap(javain) size_t* n_out "$javainput"
-%typemap(in) size_t* n_out (size_t count_out = 0) %{
+/* ---- size_t* n_out, uint64_t* address_out: long[1] --------------------- */
+%define MW_LONG_OUT(T, NAME)
+%typemap(jni) T* NAME "jlongArray"
+%typemap(jtype) T* NAME "long[]"
+%typemap(jstype) T* NAME "long[]"
+%typemap(javain) T* NAME "$javainput"
+%typemap(in) T* NAME (T value_out = 0) %{
   if (!$input || (*jenv)->GetArrayLength(jenv, $input) < 1) {
-    SWIG_JavaThrowException(jenv, SWIG_JavaIllegalArgumentException, "n_out needs a long[1]");
+    SWIG_JavaThrowException(jenv, SWIG_JavaIllegalArgumentException, #NAME " needs a long[1]");
     return $null;
   }
-  $1 = &count_out;
+  $1 = &value_out;
 %}
-%typemap(argout) size_t* n_out %{
+%typemap(argout) T* NAME %{
   {
-    jlong count_value = (jlong)count_out$argnum;
-    (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &count_value);
+    jlong out_value = (jlong)value_out$argnum;
+    (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &out_value);
   }
 %}
+%enddef
+
+MW_LONG_OUT(size_t, n_out)
+MW_LONG_OUT(uint64_t, address_out)
+%apply int* OUTPUT { int* count, int* fd_out };
 
 /* ---- mw_poll's completion array: long[4*k] ------------------------------- */
 %typemap(jni) (mw_completion_t* out, size_t max) "jlongArray"
@@ -142,13 +155,50 @@ MW_HANDLE(mw_request_t)
   }
 %}
 %ignore mw_completion_t;
-/* mw_submit is reached through io.multiworld's own wrapper, not SWIG's
-   struct proxy (whose void* fields would take the Buffer typemap above). */
+/* SWIG's struct proxy of mw_op_t would put the Buffer typemap above on its
+   void* fields and hand Java a descriptor whose buffers it cannot keep
+   alive; the descriptor is filled here instead, from arguments. */
 %ignore mw_op_t;
 %ignore mw_submit;
+
+%{
+static mw_status_t mwj_submit_op(mw_world_t* world, mw_op_kind_t kind, const void* sendbuf, void* recvbuf,
+                                 size_t count, mw_dtype_t dtype, mw_redop_t op, int peer, uint64_t user_data,
+                                 mw_request_t** req) {
+  mw_op_t d;
+  memset(&d, 0, sizeof d);
+  d.size = sizeof d;
+  d.kind = kind;
+  d.sendbuf = sendbuf;
+  d.recvbuf = recvbuf;
+  d.count = count;
+  d.dtype = dtype;
+  d.op = op;
+  d.peer = peer;
+  d.user_data = user_data;
+  return mw_submit(world, &d, req);
+}
+%}
+
+%inline %{
+/* mw_submit on host memory: sendbuf and recvbuf are direct Buffers (or null). */
+mw_status_t mwj_submit(mw_world_t* world, mw_op_kind_t kind, const void* sendbuf, void* recvbuf, size_t count,
+                       mw_dtype_t dtype, mw_redop_t op, int peer, uint64_t user_data, mw_request_t** req) {
+  return mwj_submit_op(world, kind, sendbuf, recvbuf, count, dtype, op, peer, user_data, req);
+}
+
+/* mw_submit on device memory: sendbuf and recvbuf are CUDA device addresses (or 0). */
+mw_status_t mwj_submit_device(mw_world_t* world, mw_op_kind_t kind, uint64_t sendbuf, uint64_t recvbuf,
+                              size_t count, mw_dtype_t dtype, mw_redop_t op, int peer, uint64_t user_data,
+                              mw_request_t** req) {
+  return mwj_submit_op(world, kind, (const void*)(uintptr_t)sendbuf, (void*)(uintptr_t)recvbuf, count, dtype, op,
+                       peer, user_data, req);
+}
+%}
 
 /* ---- events: a read-only proxy without finalizer ------------------------ */
 %immutable;  /* the header's only wrapped struct members are mw_event_t's */
 %typemap(javafinalize) mw_event_t ""
 
 %include <multiworld/multiworld.h>
+%include "device_memory.h"

@@ -84,7 +84,7 @@ MW_API mw_status_t mw_poll(mw_context_t* c, mw_completion_t* out, size_t max, in
     requireNonNull(c, "ctx");
     if (max > 0) requireNonNull(out, "out");
     auto timeout = timeoutArg(timeout_ms, "timeout_ms");
-    auto done = ctx(c)->completions()->pop(max, timeout);
+    auto done = ctx(c)->poll(max, timeout);
     for (size_t i = 0; i < done.size(); ++i) {
       Request* r = done[i].get();
       out[i].request = handle(r);

@@ -77,7 +77,7 @@ int runTraffic(const std::string& redis_url, const std::vector<TrafficWorld>& wo
     lanes[i].spec = worlds[i];
     lanes[i].out.resize(message_bytes / 4);
     lanes[i].in.resize(message_bytes / 4);
-    MWT_CHECK(mw_world_create(ctx, worlds[i].name.c_str(), worlds[i].rank, 2, MW_BACKEND_GLOO, 0, 30000,
+    MWT_CHECK(mw_world_create(ctx, worlds[i].name.c_str(), worlds[i].rank, 2, mwtest::hostBackend(), 0, 30000,
                               &lanes[i].world));
   }
   auto laneOf = [&](uint64_t user_data) -> Lane* {
@@ -148,7 +148,7 @@ int runTraffic(const std::string& redis_url, const std::vector<TrafficWorld>& wo
       if (!l.broken || !ws.reform.load() || ws.reformed.load()) continue;
       if (l.send_req || l.recv_req) continue;  // completions still to come
       MWT_CHECK(mw_world_destroy(l.world));
-      MWT_CHECK(mw_world_create(ctx, l.spec.name.c_str(), l.spec.rank, 2, MW_BACKEND_GLOO, 0, 30000, &l.world));
+      MWT_CHECK(mw_world_create(ctx, l.spec.name.c_str(), l.spec.rank, 2, mwtest::hostBackend(), 0, 30000, &l.world));
       uint32_t ping = 0xC0FFEE00u + static_cast<uint32_t>(l.spec.rank), pong = 0;
       mw_request_t *s, *r;
       MWT_CHECK(mw_recv_async(l.world, &pong, 1, MW_UINT32, 1 - l.spec.rank, &r));

@@ -10,10 +10,10 @@ import (
 	"github.com/multiworld/multiworld/bindings/go/mw"
 )
 
-func init() { scenarios["collectives"] = inWorld(collectivesScenario) }
+func init() { onHosts("collectives", collectivesScenario) }
 
 // Every collective, blocking and async, on three processes.
-func TestCollectives(t *testing.T) { group(t, "collectives", 3) }
+func TestCollectives(t *testing.T) { groupOnHosts(t, "collectives", 3) }
 
 type checker struct {
 	w   *mw.World
@@ -170,7 +170,7 @@ func collectivesScenario(ctx context.Context, w *mw.World) error {
 	}
 	bc := buf(make([]int32, 3))
 	if r == 0 {
-		copy(bc.Slice(), []int32{7, 8, 9})
+		bc.CopyFrom([]int32{7, 8, 9})
 	}
 	arSend, arRecv := buf(vec(r, 3)), buf(make([]int32, 3))
 	agRecv := buf(make([]int32, 3*n))
@@ -217,20 +217,20 @@ func collectivesScenario(ctx context.Context, w *mw.World) error {
 	for k := 0; k < n; k++ {
 		ag3 = append(ag3, vec(k, 3)...)
 	}
-	c.check("broadcast async", nil, bc.Slice(), []int32{7, 8, 9})
-	c.check("allreduce async", nil, arRecv.Slice(), sum3)
-	c.check("allgather async", nil, agRecv.Slice(), ag3)
+	c.check("broadcast async", nil, values(bc), []int32{7, 8, 9})
+	c.check("allreduce async", nil, values(arRecv), sum3)
+	c.check("allgather async", nil, values(agRecv), ag3)
 	if r == 0 {
-		c.check("reduce async", nil, redRecv.Slice(), sum3)
-		c.check("gather async", nil, gatRecv.Slice(), ag3)
+		c.check("reduce async", nil, values(redRecv), sum3)
+		c.check("gather async", nil, values(gatRecv), ag3)
 	}
-	c.check("scatter async", nil, scRecv.Slice(), vec(r, 2))
-	c.check("reduce_scatter async", nil, rsRecv.Slice(), vec(0, 2*n)[2*r:2*r+2]) // min is rank 0's
+	c.check("scatter async", nil, values(scRecv), vec(r, 2))
+	c.check("reduce_scatter async", nil, values(rsRecv), vec(0, 2*n)[2*r:2*r+2]) // min is rank 0's
 	var wantA []int32
 	for k := 0; k < n; k++ {
 		wantA = append(wantA, vec(k, 2*n)[2*r:2*r+2]...)
 	}
-	c.check("alltoall async", nil, a2aRecv.Slice(), wantA)
+	c.check("alltoall async", nil, values(a2aRecv), wantA)
 	c.check("settle", settle(ctx, w), nil, nil)
 	return c.err
 }

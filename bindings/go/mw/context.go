@@ -27,8 +27,8 @@ type options struct {
 
 // WithConfig sets a configuration key of the C library (mw_config_set):
 // redis_url, namespace, heartbeat_interval_ms, heartbeat_timeout_ms,
-// op_timeout_ms, bind_address, log_level, store_timeout_ms. An unknown key
-// or a bad value makes NewContext fail with ErrInvalidArgument.
+// op_timeout_ms, bind_address, log_level, store_timeout_ms, spin_us. An
+// unknown key or a bad value makes NewContext fail with ErrInvalidArgument.
 func WithConfig(key, value string) Option {
 	return func(o *options) { o.kv = append(o.kv, [2]string{key, value}) }
 }
@@ -63,6 +63,13 @@ func WithHeartbeat(interval, timeout time.Duration) Option {
 // world. 0 (the default) is no limit.
 func WithOpTimeout(d time.Duration) Option { return WithConfig("op_timeout_ms", ms(d)) }
 
+// WithSpin sets spin_us: how long a waiting call (the Context's completion
+// goroutine included) drives the progress of UCX worlds on its own thread
+// before it sleeps. 0 never spins; the library's default is 20 µs.
+func WithSpin(d time.Duration) Option {
+	return WithConfig("spin_us", strconv.FormatInt(d.Microseconds(), 10))
+}
+
 // WithStoreTimeout sets store_timeout_ms, the limit of one Redis round trip.
 func WithStoreTimeout(d time.Duration) Option { return WithConfig("store_timeout_ms", ms(d)) }
 
@@ -74,13 +81,6 @@ func WithCreateTimeout(d time.Duration) Option {
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-
-// How long one blocking call into the library may last, so that Close and
-// context cancellation are noticed without spinning.
-const (
-	pollSliceMs    = 50
-	maxCompletions = 64
-)
 
 // Context is a process's membership in any number of worlds (mw_context_t):
 // the Redis connections, heartbeats, and the completion of every request
@@ -97,7 +97,8 @@ type Context struct {
 	worlds map[*C.mw_world_t]*World
 
 	evOnce sync.Once
-	evCh   chan Event
+	evCh   chan Event    // fed by the event pump, closed when it stops
+	evDone chan struct{} // closed when the event pump stopped
 	stop   chan struct{} // closed by Close
 }
 
@@ -145,6 +146,8 @@ func NewContext(opts ...Option) (*Context, error) {
 		createTimeout: o.createTimeout,
 		disp:          newDispatcher(h),
 		worlds:        make(map[*C.mw_world_t]*World),
+		evCh:          make(chan Event),
+		evDone:        make(chan struct{}),
 		stop:          make(chan struct{}),
 	}
 	go c.disp.loop()
@@ -172,7 +175,10 @@ func (c *Context) Close() error {
 	for _, w := range worlds {
 		w.destroy() // pending requests complete with MW_ERR_CANCELLED
 	}
+	// The dispatcher's mw_context_wake also wakes the event pump, if any.
 	leftover := c.disp.shutdown()
+	c.evOnce.Do(func() { close(c.evCh); close(c.evDone) }) // no pump was started
+	<-c.evDone
 	C.mw_context_free(c.h)
 	c.h = nil
 	for _, r := range leftover {
@@ -200,129 +206,6 @@ func (c *Context) lookup(h *C.mw_world_t) *World {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.worlds[h]
-}
-
-// dispatcher completes requests: one goroutine per Context takes finished
-// requests from mw_poll (waiting at most pollSliceMs per call, so it never
-// spins and notices shutdown) and hands each to its *Request. It owns every
-// C request handle from issue to completion and frees it then.
-type dispatcher struct {
-	ctx   *C.mw_context_t
-	comps *C.mw_completion_t // C array of maxCompletions
-
-	mu      sync.Mutex
-	pending map[*C.mw_request_t]*Request
-	early   map[*C.mw_request_t]C.mw_status_t // completed before registered
-
-	quit chan struct{}
-	done chan struct{}
-}
-
-func newDispatcher(h *C.mw_context_t) *dispatcher {
-	return &dispatcher{
-		ctx:     h,
-		comps:   (*C.mw_completion_t)(C.calloc(maxCompletions, C.sizeof_mw_completion_t)),
-		pending: make(map[*C.mw_request_t]*Request),
-		early:   make(map[*C.mw_request_t]C.mw_status_t),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
-	}
-}
-
-func (d *dispatcher) loop() {
-	defer close(d.done)
-	for {
-		select {
-		case <-d.quit:
-			return
-		default:
-		}
-		if d.pollOnce(pollSliceMs) < 0 {
-			time.Sleep(pollSliceMs * time.Millisecond) // never hot-loop on a failing poll
-		}
-	}
-}
-
-// pollOnce delivers what mw_poll returns within timeoutMs; -1 on failure.
-func (d *dispatcher) pollOnce(timeoutMs int) int {
-	var n C.size_t
-	if C.mw_poll(d.ctx, d.comps, maxCompletions, C.int(timeoutMs), &n) != C.MW_OK {
-		return -1
-	}
-	for _, c := range unsafe.Slice(d.comps, int(n)) {
-		d.deliver(c.request, c.status)
-	}
-	return int(n)
-}
-
-func (d *dispatcher) deliver(h *C.mw_request_t, s C.mw_status_t) {
-	d.mu.Lock()
-	r, ok := d.pending[h]
-	if !ok {
-		d.early[h] = s
-		d.mu.Unlock()
-		return
-	}
-	delete(d.pending, h)
-	d.mu.Unlock()
-	finish(h, s, r)
-}
-
-// register hands a just-issued request handle to the dispatcher.
-func (d *dispatcher) register(h *C.mw_request_t, r *Request) {
-	d.mu.Lock()
-	if s, ok := d.early[h]; ok {
-		delete(d.early, h)
-		d.mu.Unlock()
-		finish(h, s, r)
-		return
-	}
-	d.pending[h] = r
-	d.mu.Unlock()
-}
-
-// finish reads a failed request's reason, frees the handle and completes r.
-func finish(h *C.mw_request_t, s C.mw_status_t, r *Request) {
-	var err error
-	if s != C.MW_OK {
-		err = call(func() C.mw_status_t { return C.mw_test(h) }) // sets mw_last_error to the reason
-		if err == nil {                                          // cannot happen: the status is final
-			err = &Error{Code: Code(s)}
-		}
-	}
-	C.mw_request_free(h)
-	r.complete(err)
-}
-
-// shutdown stops the goroutine and delivers what is left. The caller has
-// destroyed every world, so every request has completed; the rare one that
-// was not delivered is freed and returned, to be completed by the caller
-// after the context is gone.
-func (d *dispatcher) shutdown() []*Request {
-	close(d.quit)
-	<-d.done
-	for d.pollOnce(0) > 0 {
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var left []*Request
-	for h, r := range d.pending {
-		C.mw_request_free(h)
-		left = append(left, r)
-	}
-	for h := range d.early {
-		C.mw_request_free(h)
-	}
-	d.pending, d.early = map[*C.mw_request_t]*Request{}, map[*C.mw_request_t]C.mw_status_t{}
-	C.free(unsafe.Pointer(d.comps))
-	d.comps = nil
-	return left
-}
-
-func (d *dispatcher) inFlight() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.pending) + len(d.early)
 }
 
 // CreateWorld joins the world `name` as `rank` of `size` members, blocking
@@ -379,7 +262,7 @@ func (c *Context) CreateWorld(ctx context.Context, name string, rank, size int, 
 		})
 		var w *World
 		if err == nil {
-			w = newWorld(c, h, backend)
+			w = newWorld(c, h, backend, wo.device)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -427,5 +310,7 @@ type WorldOption func(*worldOptions)
 
 type worldOptions struct{ device int }
 
-// WithDevice sets the CUDA device ordinal of an NCCL world (ignored by Gloo).
+// WithDevice sets the CUDA device ordinal of an NCCL world (default 0;
+// ignored by host backends). The world's operations take DeviceBuffers of
+// that device.
 func WithDevice(ordinal int) WorldOption { return func(o *worldOptions) { o.device = ordinal } }

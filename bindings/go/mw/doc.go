@@ -7,7 +7,10 @@
 // or is cut off, only the worlds that contain it break: their pending
 // operations fail with ErrWorldBroken, every member hears of it, and every
 // other world keeps running. Redis is the control plane (rendezvous,
-// heartbeats, break notices); Gloo over TCP carries host buffers.
+// heartbeats, break notices). Host memory moves over UCX (shared memory
+// between processes of one host, TCP or RDMA across hosts; HostBackend
+// picks it where the library has it) or Gloo (TCP, kept as a baseline);
+// CUDA device memory moves over NCCL.
 //
 // # Building
 //
@@ -34,7 +37,7 @@
 //	c, err := mw.NewContext() // Redis from $MW_REDIS_URL, or WithRedisURL
 //	if err != nil { ... }
 //	defer c.Close()
-//	w, err := c.CreateWorld(ctx, "pair", rank, 2, mw.Gloo) // waits for both ranks
+//	w, err := c.CreateWorld(ctx, "pair", rank, 2, mw.HostBackend()) // waits for both ranks
 //	if err != nil { ... }
 //	defer w.Close()
 //	sum := make([]float32, 4)
@@ -42,11 +45,12 @@
 //
 // Every operation exists twice. The blocking form (Send, Recv, Broadcast,
 // AllReduce, Reduce, AllGather, Gather, Scatter, ReduceScatter, AllToAll,
-// Barrier) takes Go slices of an Element type, or Buffers, and waits with
-// a context.Context. The asynchronous form (SendAsync, ...) takes Buffers
-// and returns a *Request, completed with Wait(ctx), Test, Done, WaitAll,
-// or a Poller collecting many requests in completion order. The Context's
-// Events (or NextEvent) report worlds that broke and Redis outages.
+// Barrier) takes Go slices of an Element type, Buffers or DeviceBuffers,
+// and waits with a context.Context. The asynchronous form (SendAsync, ...)
+// takes Buffers or DeviceBuffers and returns a *Request, completed with
+// Wait(ctx), Test, Done, WaitAll, or a Poller collecting many requests in
+// completion order. The Context's Events (or NextEvent) report worlds that
+// broke, data paths that failed or recovered, and Redis outages.
 //
 // # Shapes
 //
@@ -76,26 +80,56 @@
 //
 // # Memory
 //
-// No Go pointer is retained by C after a cgo call returns. The library
-// uses an operation's buffers until it completes, so:
+// No Go pointer ever reaches the library: it uses an operation's buffers
+// until the operation completes, which cgo forbids for Go memory. So:
 //
-//   - the asynchronous operations take only library-owned memory: a
-//     Buffer is C memory (calloc) visible to Go as a slice (Slice), freed by
-//     Close. A request holds its buffers until it completes, so a Buffer
-//     closed, or a Wait given up, while the library still uses it is freed
-//     only afterwards;
-//   - the blocking operations copy Go slices into such C memory and the
-//     result back, and pass Buffers through without copying.
+//   - the asynchronous operations take only memory outside Go's heap: a
+//     Buffer is C memory (calloc), a DeviceBuffer is CUDA device memory. A
+//     request holds its buffers until it completes, so a buffer closed
+//     while the library still uses it is freed only afterwards;
+//   - the blocking operations copy Go slices into C memory and the result
+//     back, and pass Buffers and DeviceBuffers through without copying.
 //
-// Giving up a wait (its context.Context ends) returns ctx.Err() and never
-// frees or reuses memory the library may still write: the operation still
-// completes in the background (a receive still consumes its message) and
-// its C memory is freed then. Closing the World cancels it (ErrCancelled).
+// A Buffer's memory never escapes as a Go slice that could outlive it: the
+// program copies in and out (CopyFrom, CopyTo, Values) or works inside
+// With, whose slice is valid during the call only; after Close each of
+// them fails with an error wrapping ErrClosed.
 //
-// Each Context runs one goroutine that takes completions from mw_poll,
-// blocking at most 50 ms per call (no spinning), frees each C request and
-// completes its *Request. There are no finalizers: Close every Context,
-// World and Buffer. Close is idempotent and safe to call concurrently with
+// Host worlds (UCX, Gloo) take host memory (Go slices, Buffers); NCCL
+// worlds take DeviceBuffers of the world's device (WithDevice). Anything
+// else fails at issue with a *MemoryError, which is also an
+// ErrInvalidArgument. A DeviceBuffer is allocated by NewDeviceBuffer
+// through the CUDA driver, loaded at run time (the package builds without
+// CUDA), or wraps memory the program allocated (WrapDevice); see
+// DeviceBuffer for who frees what. An NCCL request completes once its work
+// on the world's CUDA stream has finished: after it completed, its results
+// are ready on the device for any stream.
+//
+// # Cancellation
+//
+// A wait whose context.Context ends (Request.Wait, WaitAll and every
+// blocking operation) cancels its operation (Request.Cancel,
+// mw_request_cancel) and still waits for it to complete, so the library is
+// done with the buffers when the call returns and nothing is written into
+// them afterwards. A receive that no message matched yet is taken back
+// (ErrCancelled) and its world stays usable on UCX; anything else, and
+// every operation on Gloo and NCCL worlds, breaks its world
+// (ErrWorldBroken). The error wraps the context's error too. To stop
+// waiting without cancelling, select on Request.Done. Closing the World
+// completes its pending requests with ErrCancelled.
+//
+// # Completion
+//
+// Each Context runs one goroutine that sleeps in mw_poll with no timeout
+// (a cgo call holding its OS thread while it sleeps) and completes each
+// *Request as the library reports it: no polling interval adds latency and
+// an idle Context uses no CPU. Every operation is issued with mw_submit,
+// its user_data naming its *Request from the start. Events come the same
+// way, from one goroutine sleeping in mw_next_event, started by the first
+// call to Events or NextEvent. Close wakes both with mw_context_wake.
+//
+// There are no finalizers: Close every Context, World, Buffer and
+// DeviceBuffer. Close is idempotent and safe to call concurrently with
 // other methods; Context.Close closes the context's remaining worlds.
 //
 // # Errors
@@ -106,9 +140,10 @@
 //	if errors.Is(err, mw.ErrWorldBroken) { /* rebuild the world */ }
 //
 // and errors.As(err, &e) for e *mw.Error both work. Using a closed handle
-// gives an *Error that also wraps ErrClosed. A wait abandoned through its
-// context.Context returns the context's error (context.Canceled or
-// context.DeadlineExceeded), not an *Error.
+// gives an *Error that also wraps ErrClosed. An operation cancelled
+// because its context.Context ended returns its *Error wrapping the
+// context's error (context.Canceled or context.DeadlineExceeded); a call
+// that had not issued anything yet returns the context's error alone.
 //
 // # Signals
 //

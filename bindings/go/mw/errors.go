@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 )
 
@@ -66,7 +67,8 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-// Unwrap returns the further cause, if any (ErrClosed for closed handles).
+// Unwrap returns the further cause, if any: ErrClosed for closed handles,
+// the context's error for a request cancelled because its context ended.
 func (e *Error) Unwrap() error { return e.err }
 
 // ErrClosed is wrapped by the *Error returned when a closed Context, World
@@ -77,9 +79,54 @@ func closedError(code Code, what string) error {
 	return &Error{Code: code, Msg: code.String() + ": " + what + " is closed", err: ErrClosed}
 }
 
+// withCause makes err, the result of a request cancelled because a
+// context.Context ended, wrap that context's error too.
+func withCause(err, cause error) error {
+	e, ok := err.(*Error)
+	if !ok || cause == nil || e.err != nil {
+		return err
+	}
+	wrapped := *e
+	wrapped.err = cause
+	return &wrapped
+}
+
 func argError(msg string) error {
 	return &Error{Code: ErrInvalidArgument, Msg: "MW_ERR_INVALID_ARGUMENT: " + msg}
 }
+
+// MemoryError reports memory of the wrong kind for a world's backend:
+// device memory handed to a host world (UCX, Gloo), host memory (a Go slice
+// or a Buffer) handed to an NCCL world, or device memory of another device
+// than the NCCL world's. It is also an ErrInvalidArgument:
+//
+//	errors.Is(err, mw.ErrInvalidArgument) // true
+//	var me *mw.MemoryError
+//	errors.As(err, &me)                   // true, with the details
+type MemoryError struct {
+	Op          string // the operation, e.g. "allreduce"
+	Operand     string // "buf", "send" or "recv"
+	World       string
+	Backend     Backend
+	WorldDevice int // the NCCL world's CUDA device; -1 for host worlds
+	Device      int // the CUDA device of the memory; -1 for host memory
+}
+
+func (e *MemoryError) Error() string {
+	what := "host memory"
+	if e.Device >= 0 {
+		what = fmt.Sprintf("device memory of CUDA device %d", e.Device)
+	}
+	want := "host memory (a Go slice or a Buffer)"
+	if e.Backend == NCCL {
+		want = fmt.Sprintf("device memory of CUDA device %d (a DeviceBuffer)", e.WorldDevice)
+	}
+	return fmt.Sprintf("mw: MW_ERR_INVALID_ARGUMENT: %s: %s is %s, but world %q is a %v world, which moves %s",
+		e.Op, e.Operand, what, e.World, e.Backend, want)
+}
+
+// Is makes a MemoryError match ErrInvalidArgument.
+func (e *MemoryError) Is(target error) bool { return target == ErrInvalidArgument }
 
 // call runs f, which makes one cgo call returning a status, and turns a
 // failure into an *Error. mw_last_error is thread-local, so the goroutine

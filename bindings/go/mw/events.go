@@ -18,6 +18,8 @@ const (
 	EventWorldBroken EventType = C.MW_EVENT_WORLD_BROKEN // a world of this context broke
 	EventStoreDown   EventType = C.MW_EVENT_STORE_DOWN   // Redis became unreachable
 	EventStoreUp     EventType = C.MW_EVENT_STORE_UP     // Redis is back
+	EventPathDown    EventType = C.MW_EVENT_PATH_DOWN    // a data path to PeerRank failed; the world lives on
+	EventPathUp      EventType = C.MW_EVENT_PATH_UP      // that path carries traffic again
 )
 
 func (t EventType) String() string {
@@ -28,12 +30,16 @@ func (t EventType) String() string {
 		return "store-down"
 	case EventStoreUp:
 		return "store-up"
+	case EventPathDown:
+		return "path-down"
+	case EventPathUp:
+		return "path-up"
 	}
 	return "EventType(" + strconv.Itoa(int(t)) + ")"
 }
 
-// Event is a world state change or a store outage, delivered in the order
-// they happened.
+// Event is a world state change, a data path change or a store outage,
+// delivered in the order they happened.
 type Event struct {
 	Type      EventType
 	World     *World // nil for store events and for worlds already closed
@@ -58,63 +64,75 @@ func (e Event) String() string {
 }
 
 // NextEvent waits for the next event of the context (mw_next_event), or
-// until ctx is done (ctx.Err()). Each event goes to one caller: do not mix
-// NextEvent with Events.
+// until ctx is done (ctx.Err()). Each event goes to one receiver, whether
+// it came through NextEvent or Events. After Close it fails with an error
+// wrapping ErrClosed.
 func (c *Context) NextEvent(ctx context.Context) (Event, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return Event{}, err
-		}
-		c.mu.RLock()
-		if c.h == nil {
-			c.mu.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return Event{}, err
+	}
+	select {
+	case ev, ok := <-c.Events():
+		if !ok {
 			return Event{}, closedError(ErrInvalidArgument, "context")
 		}
-		var ev C.mw_event_t
-		h := c.h
-		err := call(func() C.mw_status_t { return C.mw_next_event(h, &ev, pollSliceMs) })
-		c.mu.RUnlock()
-		if err == nil {
-			return Event{
-				Type:      EventType(ev._type),
-				World:     c.lookup(ev.world),
-				WorldName: C.GoString(&ev.world_name[0]),
-				PeerRank:  int(ev.peer_rank),
-				Reason:    Code(ev.reason),
-				Detail:    C.GoString(&ev.detail[0]),
-			}, nil
-		}
-		if !errors.Is(err, ErrTimeout) {
-			return Event{}, err
-		}
+		return ev, nil
+	case <-ctx.Done():
+		return Event{}, ctx.Err()
 	}
 }
 
-// Events returns a channel carrying the context's events, fed by a
-// goroutine started on the first call and closed by Close. Events that
-// nobody reads wait in the library's queue. Do not mix with NextEvent.
+// Events returns the channel carrying the context's events, closed by
+// Close. One goroutine, started on the first call, sleeps in mw_next_event
+// with no timeout and hands over one event at a time: events nobody reads
+// wait in the library's queue.
 func (c *Context) Events() <-chan Event {
+	// Not under c.mu: Close holds it while it runs evOnce too. The once
+	// orders this read of c.h before Close clears it.
 	c.evOnce.Do(func() {
-		c.evCh = make(chan Event, 16)
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			<-c.stop
-			cancel()
-		}()
-		go func() {
-			defer close(c.evCh)
-			for {
-				ev, err := c.NextEvent(ctx)
-				if err != nil {
-					return
-				}
-				select {
-				case c.evCh <- ev:
-				case <-c.stop:
-					return
-				}
-			}
-		}()
+		select {
+		case <-c.stop:
+			close(c.evCh)
+			close(c.evDone)
+		default:
+			go c.pumpEvents(c.h)
+		}
 	})
 	return c.evCh
+}
+
+// pumpEvents feeds evCh until Close, whose mw_context_wake ends the wait
+// in mw_next_event (it then returns MW_ERR_TIMEOUT). Close frees h only
+// after this goroutine ended.
+func (c *Context) pumpEvents(h *C.mw_context_t) {
+	defer close(c.evDone)
+	defer close(c.evCh)
+	var ev C.mw_event_t
+	for {
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		err := call(func() C.mw_status_t { return C.mw_next_event(h, &ev, -1) })
+		if errors.Is(err, ErrTimeout) {
+			continue // woken
+		}
+		if err != nil {
+			return // only a bad argument fails, which h never is
+		}
+		e := Event{
+			Type:      EventType(ev._type),
+			World:     c.lookup(ev.world),
+			WorldName: C.GoString(&ev.world_name[0]),
+			PeerRank:  int(ev.peer_rank),
+			Reason:    Code(ev.reason),
+			Detail:    C.GoString(&ev.detail[0]),
+		}
+		select {
+		case c.evCh <- e:
+		case <-c.stop:
+			return
+		}
+	}
 }

@@ -26,7 +26,7 @@ func Example() {
 				log.Fatal(err)
 			}
 			defer c.Close()
-			w, err := c.CreateWorld(ctx, "example-sum", rank, 2, mw.Gloo)
+			w, err := c.CreateWorld(ctx, "example-sum", rank, 2, mw.HostBackend())
 			if err != nil {
 				log.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func ExampleWorld_SendAsync() {
 			log.Fatal(err)
 		}
 		defer c.Close()
-		w, err := c.CreateWorld(ctx, "example-async", rank, 2, mw.Gloo)
+		w, err := c.CreateWorld(ctx, "example-async", rank, 2, mw.HostBackend())
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func ExampleWorld_SendAsync() {
 		defer buf.Close()
 		var req *mw.Request
 		if rank == 0 {
-			copy(buf.Slice(), []int64{4, 3, 2, 1})
+			buf.CopyFrom([]int64{4, 3, 2, 1})
 			req, err = w.SendAsync(buf, 1)
 		} else {
 			req, err = w.RecvAsync(buf, 0)
@@ -82,7 +82,8 @@ func ExampleWorld_SendAsync() {
 			log.Fatal(err)
 		}
 		if rank == 1 {
-			fmt.Println("received", buf.Slice())
+			got, _ := buf.Values()
+			fmt.Println("received", got)
 		}
 		w.Barrier(ctx)
 	}
@@ -100,7 +101,7 @@ func ExamplePoller() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	w, err := c.CreateWorld(ctx, "example-poller", 0, 1, mw.Gloo) // a world of one
+	w, err := c.CreateWorld(ctx, "example-poller", 0, 1, mw.HostBackend()) // a world of one
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func ExampleError() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	_, err = c.CreateWorld(context.Background(), "no spaces allowed", 0, 1, mw.Gloo)
+	_, err = c.CreateWorld(context.Background(), "no spaces allowed", 0, 1, mw.HostBackend())
 	fmt.Println(errors.Is(err, mw.ErrInvalidArgument), errors.Is(err, mw.ErrWorldBroken))
 	var e *mw.Error
 	if errors.As(err, &e) {

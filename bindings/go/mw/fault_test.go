@@ -45,11 +45,11 @@ func TestBrokenWorld(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	wA, err := c.CreateWorld(ctx, nameA, 0, 2, mw.Gloo)
+	wA, err := c.CreateWorld(ctx, nameA, 0, 2, mw.HostBackend())
 	if err != nil {
 		t.Fatal(err)
 	}
-	wB, err := c.CreateWorld(ctx, nameB, 0, 2, mw.Gloo)
+	wB, err := c.CreateWorld(ctx, nameB, 0, 2, mw.HostBackend())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ const cycles = 200
 // an operation in each; rank 0 checks that nothing leaks.
 func cyclesScenario(ctx context.Context, c *mw.Context, world string, rank, size int) error {
 	one := func(i int) error {
-		w, err := c.CreateWorld(ctx, fmt.Sprintf("%s-%d", world, i), rank, size, mw.Gloo)
+		w, err := c.CreateWorld(ctx, fmt.Sprintf("%s-%d", world, i), rank, size, mw.HostBackend())
 		if err != nil {
 			return fmt.Errorf("cycle %d: %w", i, err)
 		}
@@ -131,7 +131,7 @@ func cyclesScenario(ctx context.Context, c *mw.Context, world string, rank, size
 		if err := r.Wait(ctx); err != nil {
 			return err
 		}
-		if got := recv.Slice(); got[0] != int64(size*i) || got[1] != int64(size) {
+		if got := values(recv); got[0] != int64(size*i) || got[1] != int64(size) {
 			return fmt.Errorf("cycle %d: allreduce got %v", i, got)
 		}
 		return settle(ctx, w)
@@ -189,7 +189,7 @@ func TestContextCycles(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		w, err := c.CreateWorld(ctx, worldName(t, fmt.Sprint(i)), 0, 1, mw.Gloo)
+		w, err := c.CreateWorld(ctx, worldName(t, fmt.Sprint(i)), 0, 1, mw.HostBackend())
 		if err != nil {
 			t.Fatal(err)
 		}

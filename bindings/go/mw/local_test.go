@@ -100,11 +100,25 @@ func TestBuffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Len() != 3 || b.DType() != mw.Float64 || b.Slice()[2] != 3 {
-		t.Fatalf("buffer %v %v %v", b.Len(), b.DType(), b.Slice())
+	if got := values(b); b.Len() != 3 || b.DType() != mw.Float64 || got[2] != 3 {
+		t.Fatalf("buffer %v %v %v", b.Len(), b.DType(), got)
+	}
+	if n, err := b.CopyFrom([]float64{9, 8, 7, 6}); n != 3 || err != nil {
+		t.Fatalf("CopyFrom of 4 into 3: %d %v", n, err)
+	}
+	dst := make([]float64, 2)
+	if n, err := b.CopyTo(dst); n != 2 || err != nil || dst[0] != 9 || dst[1] != 8 {
+		t.Fatalf("CopyTo into 2: %d %v %v", n, err, dst)
+	}
+	errF := errors.New("from f")
+	if err := b.With(func(e []float64) error { e[2] = 5; return errF }); err != errF {
+		t.Fatalf("With returned %v, want f's error", err)
+	}
+	if got := values(b); got[2] != 5 {
+		t.Fatalf("write through With: %v", got)
 	}
 	z, _ := mw.NewBuffer[mw.BF16](0)
-	if z.Len() != 0 || len(z.Slice()) != 0 || z.DType() != mw.BFloat16 {
+	if z.Len() != 0 || len(values(z)) != 0 || z.DType() != mw.BFloat16 {
 		t.Fatal("empty buffer")
 	}
 	if _, err := mw.NewBuffer[int8](-1); !errors.Is(err, mw.ErrInvalidArgument) {
@@ -113,10 +127,39 @@ func TestBuffer(t *testing.T) {
 	if mw.LiveBuffers() != before+2 {
 		t.Fatalf("live buffers %d, want %d", mw.LiveBuffers(), before+2)
 	}
-	b.Close()
+
+	// Close inside With: the memory stays until With returns.
+	b.With(func(e []float64) error {
+		b.Close()
+		e[0] = 4
+		if mw.LiveBuffers() != before+2 {
+			t.Error("Close freed the memory under a With")
+		}
+		return nil
+	})
+	if mw.LiveBuffers() != before+1 {
+		t.Fatalf("memory not freed when With returned: %d live, want %d", mw.LiveBuffers(), before+1)
+	}
+
+	// Every use after Close is an error wrapping ErrClosed, never an
+	// access to the freed memory.
+	uses := map[string]error{
+		"With": b.With(func([]float64) error {
+			t.Error("With ran f on a closed buffer")
+			return nil
+		}),
+	}
+	_, uses["CopyFrom"] = b.CopyFrom([]float64{1})
+	_, uses["CopyTo"] = b.CopyTo(dst)
+	_, uses["Values"] = b.Values()
+	for what, err := range uses {
+		if !errors.Is(err, mw.ErrClosed) || !errors.Is(err, mw.ErrInvalidArgument) {
+			t.Errorf("%s after Close: %v, want ErrClosed", what, err)
+		}
+	}
 	b.Close()
 	z.Close()
-	if b.Slice() != nil || mw.LiveBuffers() != before {
+	if mw.LiveBuffers() != before {
 		t.Fatal("Close did not free")
 	}
 }
@@ -125,16 +168,8 @@ func TestBuffer(t *testing.T) {
 func TestSingleRank(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := newContext()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	w, err := c.CreateWorld(ctx, worldName(t, "solo"), 0, 1, mw.Gloo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.Rank() != 0 || w.Size() != 1 || w.Epoch() < 1 || w.State() != mw.WorldReady || w.Backend() != mw.Gloo {
+	c, w := soloWorld(t, mw.HostBackend())
+	if w.Rank() != 0 || w.Size() != 1 || w.Epoch() < 1 || w.State() != mw.WorldReady || w.Backend() != mw.HostBackend() {
 		t.Fatalf("world %v state %v", w, w.State())
 	}
 	recv := make([]int32, 3)
@@ -166,13 +201,13 @@ func TestSingleRank(t *testing.T) {
 			t.Errorf("%s: %v", what, err)
 		}
 	}
-	if _, err := c.CreateWorld(ctx, "bad name!", 0, 1, mw.Gloo); !errors.Is(err, mw.ErrInvalidArgument) {
+	if _, err := c.CreateWorld(ctx, "bad name!", 0, 1, mw.HostBackend()); !errors.Is(err, mw.ErrInvalidArgument) {
 		t.Errorf("bad world name: %v", err)
 	}
 	if _, err := c.CreateWorld(ctx, worldName(t, "nccl"), 0, 1, mw.NCCL); !mw.NCCL.Available() && !errors.Is(err, mw.ErrUnsupported) {
 		t.Errorf("nccl: %v", err)
 	}
-	if _, err := c.CreateWorld(ctx, w.Name(), 0, 1, mw.Gloo); !errors.Is(err, mw.ErrAlreadyExists) {
+	if _, err := c.CreateWorld(ctx, w.Name(), 0, 1, mw.HostBackend()); !errors.Is(err, mw.ErrAlreadyExists) {
 		t.Errorf("same rank twice: %v", err)
 	}
 
@@ -200,7 +235,7 @@ func TestSingleRank(t *testing.T) {
 	if _, err := p.Next(ctx); !errors.Is(err, mw.ErrNotFound) {
 		t.Fatalf("empty poller: %v", err)
 	}
-	if got := recvB.Slice(); got[0] != 7 || got[1] != 8 {
+	if got := values(recvB); got[0] != 7 || got[1] != 8 {
 		t.Fatalf("async allreduce %v", got)
 	}
 	send.Close()
@@ -209,10 +244,26 @@ func TestSingleRank(t *testing.T) {
 	}
 	recvB.Close()
 
+	// Closing the world completes a pending request with ErrCancelled.
+	pendB, _ := mw.NewBuffer[int32](4)
+	pending, err := w.RecvAsync(pendB, 0) // from itself: nothing is sent
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-pending.Done():
+		t.Fatal("receive completed without a message")
+	case <-time.After(50 * time.Millisecond):
+	}
+
 	// Close is idempotent; a closed world fails with ErrCancelled + ErrClosed.
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if err := pending.Wait(ctx); !errors.Is(err, mw.ErrCancelled) {
+		t.Fatalf("receive pending at Close: %v", err)
+	}
+	pendB.Close()
 	w.Close()
 	if w.State() != mw.WorldClosed {
 		t.Fatal("state after close")
@@ -222,7 +273,7 @@ func TestSingleRank(t *testing.T) {
 	}
 	c.Close()
 	c.Close()
-	if _, err := c.CreateWorld(ctx, "x", 0, 1, mw.Gloo); !errors.Is(err, mw.ErrClosed) {
+	if _, err := c.CreateWorld(ctx, "x", 0, 1, mw.HostBackend()); !errors.Is(err, mw.ErrClosed) {
 		t.Fatalf("closed context: %v", err)
 	}
 	checkNoLeaks(t, c)
@@ -246,7 +297,7 @@ func TestTwoContextsOneProcess(t *testing.T) {
 				return
 			}
 			defer c.Close()
-			w, err := c.CreateWorld(ctx, name, rank, 2, mw.Gloo)
+			w, err := c.CreateWorld(ctx, name, rank, 2, mw.HostBackend())
 			if err != nil {
 				errs[rank] = err
 				return
@@ -281,26 +332,26 @@ func TestCreateWorldCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
 	start := time.Now()
-	_, err = c.CreateWorld(ctx, worldName(t, "lonely"), 0, 2, mw.Gloo)
+	_, err = c.CreateWorld(ctx, worldName(t, "lonely"), 0, 2, mw.HostBackend())
 	if !errors.Is(err, context.Canceled) || time.Since(start) > 2*time.Second {
 		t.Fatalf("cancelled create: %v after %v", err, time.Since(start))
 	}
 	dctx, dcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer dcancel()
 	start = time.Now()
-	_, err = c.CreateWorld(dctx, worldName(t, "lonely2"), 0, 2, mw.Gloo)
+	_, err = c.CreateWorld(dctx, worldName(t, "lonely2"), 0, 2, mw.HostBackend())
 	if !errors.Is(err, mw.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("deadline create: %v", err)
 	}
 	t.Logf("deadline create: %v after %v", err, time.Since(start))
 	// Close waits for the abandoned create, bounded by WithCreateTimeout.
-	_, err = c.CreateWorld(ctx, worldName(t, "lonely3"), 0, 2, mw.Gloo)
+	_, err = c.CreateWorld(ctx, worldName(t, "lonely3"), 0, 2, mw.HostBackend())
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("create with a cancelled context: %v", err)
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	go func() { time.Sleep(50 * time.Millisecond); cancel2() }()
-	if _, err := c.CreateWorld(ctx2, worldName(t, "lonely4"), 0, 2, mw.Gloo); !errors.Is(err, context.Canceled) {
+	if _, err := c.CreateWorld(ctx2, worldName(t, "lonely4"), 0, 2, mw.HostBackend()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled create: %v", err)
 	}
 	start = time.Now()
@@ -319,7 +370,7 @@ func TestConcurrentClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.CreateWorld(ctx, worldName(t, "solo"), 0, 1, mw.Gloo)
+	w, err := c.CreateWorld(ctx, worldName(t, "solo"), 0, 1, mw.HostBackend())
 	if err != nil {
 		t.Fatal(err)
 	}

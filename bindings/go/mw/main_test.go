@@ -34,10 +34,45 @@ type scenario func(ctx context.Context, c *mw.Context, world string, rank, size 
 
 var scenarios = map[string]scenario{}
 
-// inWorld makes a scenario of a function of one world.
+// inWorld makes a scenario of a function of one world of the host backend
+// (UCX where available, else Gloo).
 func inWorld(f func(ctx context.Context, w *mw.World) error) scenario {
+	return inWorldOn(mw.HostBackend(), f)
+}
+
+// hostBackends are the backends for host memory; the suites that move data
+// run over each one the library has.
+var hostBackends = []mw.Backend{mw.UCX, mw.Gloo}
+
+// onHosts registers scenario role-<backend> for each host backend.
+func onHosts(role string, f func(ctx context.Context, w *mw.World) error) {
+	for _, b := range hostBackends {
+		scenarios[role+"-"+b.String()] = inWorldOn(b, f)
+	}
+}
+
+// groupOnHosts runs group(role-<backend>) as a subtest per host backend.
+func groupOnHosts(t *testing.T, role string, size int) {
+	for _, b := range hostBackends {
+		t.Run(b.String(), func(t *testing.T) {
+			skipUnavailable(t, b)
+			group(t, role+"-"+b.String(), size)
+		})
+	}
+}
+
+func skipUnavailable(t *testing.T, b mw.Backend) {
+	t.Helper()
+	if !b.Available() {
+		t.Skipf("the %v backend is not available in this library: mw_backend_available(MW_BACKEND_%s) = 0",
+			b, strings.ToUpper(b.String()))
+	}
+}
+
+// inWorldOn makes a scenario of a function of one world of backend b.
+func inWorldOn(b mw.Backend, f func(ctx context.Context, w *mw.World) error) scenario {
 	return func(ctx context.Context, c *mw.Context, world string, rank, size int) error {
-		w, err := c.CreateWorld(ctx, world, rank, size, mw.Gloo)
+		w, err := c.CreateWorld(ctx, world, rank, size, b)
 		if err != nil {
 			return fmt.Errorf("create %s rank %d: %w", world, rank, err)
 		}
@@ -106,6 +141,15 @@ func settle(ctx context.Context, w *mw.World) error {
 	return nil
 }
 
+// values is a copy of b's elements; nil once b is closed.
+func values[T mw.Element](b *mw.Buffer[T]) []T {
+	v, err := b.Values()
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
 // worker is a spawned member process.
 type worker struct {
 	label string
@@ -118,8 +162,26 @@ type worker struct {
 var nameRE = regexp.MustCompile(`[^A-Za-z0-9._:-]`)
 
 // worldName is unique per test and run.
-func worldName(t *testing.T, suffix string) string {
-	return nameRE.ReplaceAllString(fmt.Sprintf("%s-%d-%s", t.Name(), os.Getpid(), suffix), "_")
+func worldName(tb testing.TB, suffix string) string {
+	return nameRE.ReplaceAllString(fmt.Sprintf("%s-%d-%s", tb.Name(), os.Getpid(), suffix), "_")
+}
+
+// soloWorld is a world of one member of backend b in a new Context, which
+// is closed when the test ends.
+func soloWorld(tb testing.TB, b mw.Backend, opts ...mw.WorldOption) (*mw.Context, *mw.World) {
+	tb.Helper()
+	c, err := newContext()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w, err := c.CreateWorld(ctx, worldName(tb, "solo"), 0, 1, b, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, w
 }
 
 func spawn(t *testing.T, role, world string, rank, size int) *worker {
@@ -218,11 +280,17 @@ func procCounts(t *testing.T) (fds, threads int) {
 
 func procCountsErr() (fds, threads int) {
 	entries, _ := os.ReadDir("/proc/self/fd")
-	status, _ := os.ReadFile("/proc/self/status")
+	return len(entries), statusField("/proc/self/status", "Threads")
+}
+
+// statusField is a number from a /proc status file; 0 when absent.
+func statusField(path, key string) int {
+	status, _ := os.ReadFile(path)
 	for _, line := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(line, "Threads:") {
-			threads, _ = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "Threads:")))
+		if strings.HasPrefix(line, key+":") {
+			v, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, key+":")))
+			return v
 		}
 	}
-	return len(entries), threads
+	return 0
 }

@@ -1,38 +1,59 @@
 package mw
 
 /*
+#include <stdint.h>
+#include <string.h>
 #include <multiworld/multiworld.h>
+
+// Builds the versioned descriptor on the C side from addresses passed as
+// integers: what reaches the library is C or device memory, never a Go
+// pointer, and user_data is fixed at issue time.
+static mw_status_t mwgo_submit(mw_world_t* w, mw_op_kind_t kind, uintptr_t sendbuf, uintptr_t recvbuf,
+                               size_t count, mw_dtype_t dtype, mw_redop_t op, int peer,
+                               uint64_t user_data, mw_request_t** req) {
+	mw_op_t o;
+	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
+	o.kind = kind;
+	o.sendbuf = (const void*)sendbuf;
+	o.recvbuf = (void*)recvbuf;
+	o.count = count;
+	o.dtype = dtype;
+	o.op = op;
+	o.peer = peer;
+	o.user_data = user_data;
+	return mw_submit(w, &o, req);
+}
 */
 import "C"
 
 import (
 	"context"
 	"fmt"
-	"unsafe"
 )
 
 type opKind int
 
 const (
-	opSend opKind = iota
-	opRecv
-	opBroadcast
-	opAllReduce
-	opReduce
-	opAllGather
-	opGather
-	opScatter
-	opReduceScatter
-	opAllToAll
-	opBarrier
+	opSend          opKind = C.MW_OP_SEND
+	opRecv          opKind = C.MW_OP_RECV
+	opBroadcast     opKind = C.MW_OP_BROADCAST
+	opAllReduce     opKind = C.MW_OP_ALLREDUCE
+	opReduce        opKind = C.MW_OP_REDUCE
+	opAllGather     opKind = C.MW_OP_ALLGATHER
+	opGather        opKind = C.MW_OP_GATHER
+	opScatter       opKind = C.MW_OP_SCATTER
+	opReduceScatter opKind = C.MW_OP_REDUCE_SCATTER
+	opAllToAll      opKind = C.MW_OP_ALLTOALL
+	opBarrier       opKind = C.MW_OP_BARRIER
 )
 
 var opNames = [...]string{"send", "recv", "broadcast", "allreduce", "reduce", "allgather", "gather",
 	"scatter", "reduce_scatter", "alltoall", "barrier"}
 
-// operand is one buffer argument: library memory (a Buf) or, for the
-// blocking operations only, Go memory (a slice) that is staged through C
-// memory.
+// operand is one buffer argument: library memory (a Buf: host or device)
+// or, for the blocking operations only, Go memory (a slice) that is staged
+// through C memory.
 type operand struct {
 	present bool
 	dt      DType
@@ -42,14 +63,19 @@ type operand struct {
 }
 
 func sliceOperand[T Element](s []T) operand {
-	o := operand{present: true, dt: DTypeOf[T](), n: len(s)}
-	if len(s) > 0 {
-		var zero T
-		o.goBytes = unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(zero)))
-	} else {
+	o := operand{present: true, dt: DTypeOf[T](), n: len(s), goBytes: asBytes(s)}
+	if o.goBytes == nil {
 		o.goBytes = []byte{}
 	}
 	return o
+}
+
+// device is the CUDA ordinal of the operand's memory, or hostMemory.
+func (o operand) device() int {
+	if o.buf == nil {
+		return hostMemory
+	}
+	return o.buf.device
 }
 
 func operandOf(x any) (operand, error) {
@@ -122,6 +148,16 @@ type plan struct {
 func (w *World) plan(kind opKind, send, recv operand, op ReduceOp, peer int) (plan, error) {
 	p := plan{kind: kind, op: op, peer: peer}
 	name := opNames[kind]
+	sendName, recvName := "send", "recv"
+	if kind == opSend || kind == opRecv || kind == opBroadcast {
+		sendName, recvName = "buf", "buf"
+	}
+	if err := w.checkMemory(name, sendName, send); err != nil {
+		return p, err
+	}
+	if err := w.checkMemory(name, recvName, recv); err != nil {
+		return p, err
+	}
 	n := w.size
 	root := peer == w.rank
 	need := func(o operand, what string) error {
@@ -253,9 +289,26 @@ func (w *World) plan(kind opKind, send, recv operand, op ReduceOp, peer int) (pl
 	return p, nil
 }
 
-// start issues p with the given C buffers (either may be nil when unused)
-// and registers the request with the context's dispatcher. The request
-// takes a hold on each buffer; on failure none is kept.
+// checkMemory refuses memory the world's backend cannot move.
+func (w *World) checkMemory(op, what string, o operand) error {
+	if !o.present {
+		return nil
+	}
+	dev := o.device()
+	if (w.backend == NCCL) != (dev != hostMemory) || (w.backend == NCCL && dev != w.device) {
+		e := &MemoryError{Op: op, Operand: what, World: w.name, Backend: w.backend, WorldDevice: hostMemory, Device: dev}
+		if w.backend == NCCL {
+			e.WorldDevice = w.device
+		}
+		return e
+	}
+	return nil
+}
+
+// start issues p with the given buffers (either may be nil when unused)
+// through mw_submit. The request is registered with the context's
+// dispatcher before it is issued, and takes a hold on each buffer; on
+// failure none is kept.
 func (w *World) start(p plan, sendBuf, recvBuf *bufCore) (*Request, error) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
@@ -275,52 +328,31 @@ func (w *World) start(p plan, sendBuf, recvBuf *bufCore) (*Request, error) {
 		}
 		holds = append(holds, b)
 	}
-	var sp, rp unsafe.Pointer
+	var sp, rp uintptr
 	if sendBuf != nil {
-		sp = sendBuf.p
+		sp = sendBuf.addr()
 	}
 	if recvBuf != nil {
-		rp = recvBuf.p
+		rp = recvBuf.addr()
 	}
 	if p.inplace {
 		sp = rp
 	}
+	r := newRequest(opNames[p.kind], holds)
+	id := w.c.disp.add(r) // under w.mu: Close cannot free the context first
 	var h *C.mw_request_t
-	wh, count, dt, op, peer := w.h, C.size_t(p.count), C.mw_dtype_t(p.dt), C.mw_redop_t(p.op), C.int(p.peer)
 	err := call(func() C.mw_status_t {
-		switch p.kind {
-		case opSend:
-			return C.mw_send_async(wh, sp, count, dt, peer, &h)
-		case opRecv:
-			return C.mw_recv_async(wh, rp, count, dt, peer, &h)
-		case opBroadcast:
-			return C.mw_broadcast_async(wh, rp, count, dt, peer, &h)
-		case opAllReduce:
-			return C.mw_allreduce_async(wh, sp, rp, count, dt, op, &h)
-		case opReduce:
-			return C.mw_reduce_async(wh, sp, rp, count, dt, op, peer, &h)
-		case opAllGather:
-			return C.mw_allgather_async(wh, sp, rp, count, dt, &h)
-		case opGather:
-			return C.mw_gather_async(wh, sp, rp, count, dt, peer, &h)
-		case opScatter:
-			return C.mw_scatter_async(wh, sp, rp, count, dt, peer, &h)
-		case opReduceScatter:
-			return C.mw_reduce_scatter_async(wh, sp, rp, count, dt, op, &h)
-		case opAllToAll:
-			return C.mw_alltoall_async(wh, sp, rp, count, dt, &h)
-		default:
-			return C.mw_barrier_async(wh, &h)
-		}
+		return C.mwgo_submit(w.h, C.mw_op_kind_t(p.kind), C.uintptr_t(sp), C.uintptr_t(rp), C.size_t(p.count),
+			C.mw_dtype_t(p.dt), C.mw_redop_t(p.op), C.int(p.peer), C.uint64_t(id), &h)
 	})
 	if err != nil {
+		w.c.disp.drop(id)
 		for _, b := range holds {
 			b.release()
 		}
 		return nil, err
 	}
-	r := newRequest(opNames[p.kind], holds)
-	w.c.disp.register(h, r) // under w.mu: Close cannot free the context first
+	r.issued(h)
 	return r, nil
 }
 
@@ -334,10 +366,10 @@ func (w *World) async(kind opKind, send, recv Buf, op ReduceOp, peer int) (*Requ
 }
 
 // run is a blocking operation: Go slices are copied into C memory that the
-// request holds, so C never sees Go memory; the result is copied back only
-// when the operation succeeded while the caller waited. When ctx ends
-// first, run returns ctx.Err() and the C memory lives on until the
-// operation completes.
+// request holds, so C never sees Go memory, and the result is copied back
+// when the operation succeeded. When ctx ends first, the request is
+// cancelled and waited for (Request.Wait), so nothing is written into the
+// caller's slice after run returned.
 func (w *World) run(ctx context.Context, kind opKind, sendArg, recvArg any, op ReduceOp, peer int) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -365,7 +397,7 @@ func (w *World) run(ctx context.Context, kind opKind, sendArg, recvArg any, op R
 		if !o.present || o.buf != nil {
 			return o.buf, nil
 		}
-		b, err := newCore(len(o.goBytes), !copyIn) // zeroed unless overwritten here
+		b, err := newHostCore(len(o.goBytes), !copyIn) // zeroed unless overwritten here
 		if err != nil {
 			return nil, err
 		}
@@ -398,23 +430,23 @@ func (w *World) run(ctx context.Context, kind opKind, sendArg, recvArg any, op R
 }
 
 // The blocking operations take, for each buffer, a slice of an Element
-// type ([]float32, []byte, []F16, ...) or a *Buffer, and wait with ctx for
-// the operation to complete. Slices are copied through C memory; Buffers
-// are used in place. When ctx ends first they return ctx.Err(), and the
-// operation still completes in the background (a receive still consumes
-// its message); nothing is written to the caller's slice afterwards. The
-// shapes are in the package documentation.
+// type ([]float32, []byte, []F16, ...), a *Buffer or a *DeviceBuffer, and
+// wait with ctx for the operation to complete. Slices are copied through C
+// memory; Buffers and DeviceBuffers are used in place. When ctx ends first
+// the operation is cancelled as Request.Wait does: an unmatched receive
+// is taken back (on UCX worlds), anything else breaks the world, and the
+// error wraps ctx.Err(). The shapes are in the package documentation.
 
 // Send sends buf to rank dst and waits, with ctx, until the library is done
-// with it. Like every blocking operation, buf is a slice of an Element type
-// or a *Buffer; on ctx's end it returns ctx.Err() and the send goes on.
+// with it. Like every blocking operation, buf is a slice of an Element type,
+// a *Buffer or a *DeviceBuffer.
 func (w *World) Send(ctx context.Context, buf any, dst int) error {
 	return w.run(ctx, opSend, buf, nil, Sum, dst)
 }
 
-// Recv receives into buf from rank src, waiting with ctx. A Recv given up
-// through ctx still consumes the next message from src, and does not write
-// to buf afterwards.
+// Recv receives into buf from rank src, waiting with ctx. A Recv cancelled
+// through ctx before a message matched it completes with ErrCancelled and
+// leaves the next message from src to the next receive (on UCX worlds).
 func (w *World) Recv(ctx context.Context, buf any, src int) error {
 	return w.run(ctx, opRecv, nil, buf, Sum, src)
 }
@@ -467,11 +499,11 @@ func (w *World) Barrier(ctx context.Context) error {
 }
 
 // The asynchronous operations issue at once and return a Request. They
-// take library-owned buffers only (*Buffer, through the Buf interface; nil
-// where the operation ignores a buffer on this rank), because the library
-// uses them after the call returns, which cgo forbids for Go memory. Each
-// request holds its buffers until it completes, so closing a Buffer or
-// giving up a Wait early never frees memory the library still uses. The
+// take library-owned buffers only (*Buffer or *DeviceBuffer, through the
+// Buf interface; nil where the operation ignores a buffer on this rank),
+// because the library uses them after the call returns, which cgo forbids
+// for Go memory. Each request holds its buffers until it completes, so
+// closing a buffer early never frees memory the library still uses. The
 // shapes are those of the blocking operations.
 
 // SendAsync issues a send of buf to rank dst.

@@ -1,5 +1,10 @@
 package mw
 
+/*
+#include <multiworld/multiworld.h>
+*/
+import "C"
+
 import (
 	"context"
 	"sync"
@@ -18,6 +23,8 @@ type Request struct {
 	bufs []*bufCore // holds released at completion
 
 	mu      sync.Mutex
+	h       *C.mw_request_t // for Cancel; nil until issued and once completing
+	taken   bool            // by the dispatcher, to free it
 	fin     bool
 	err     error
 	pollers []*Poller
@@ -25,6 +32,40 @@ type Request struct {
 
 func newRequest(op string, bufs []*bufCore) *Request {
 	return &Request{op: op, done: make(chan struct{}), bufs: bufs}
+}
+
+// issued records the C handle once mw_submit returned, unless the
+// completion was delivered first (the handle is freed then).
+func (r *Request) issued(h *C.mw_request_t) {
+	r.mu.Lock()
+	if !r.taken {
+		r.h = h
+	}
+	r.mu.Unlock()
+}
+
+// detach takes the handle away from Cancel; the caller frees it.
+func (r *Request) detach() *C.mw_request_t {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.taken = true
+	h := r.h
+	r.h = nil
+	return h
+}
+
+// finish reads a failed request's reason, frees the handle and completes r.
+func (r *Request) finish(h *C.mw_request_t, s C.mw_status_t) {
+	r.detach() // h itself: the handle may not have been recorded yet
+	var err error
+	if s != C.MW_OK {
+		err = call(func() C.mw_status_t { return C.mw_test(h) }) // sets mw_last_error to the reason
+		if err == nil {                                          // cannot happen: the status is final
+			err = &Error{Code: Code(s)}
+		}
+	}
+	C.mw_request_free(h)
+	r.complete(err)
 }
 
 func (r *Request) complete(err error) {
@@ -43,6 +84,21 @@ func (r *Request) complete(err error) {
 	}
 }
 
+// Cancel asks the library to take the operation back (mw_request_cancel)
+// and returns at once; the request then completes as usual. A receive that
+// no message matched yet completes with ErrCancelled and its world stays
+// usable (on UCX worlds). Anything else still pending (a transfer already
+// moving data, a collective, and on Gloo and NCCL worlds every operation)
+// breaks its world: the request completes with ErrWorldBroken and the other
+// members hear of the break. No effect on a completed request.
+func (r *Request) Cancel() {
+	r.mu.Lock()
+	defer r.mu.Unlock() // the dispatcher frees the handle only after taking it under mu
+	if r.h != nil {
+		C.mw_request_cancel(r.h)
+	}
+}
+
 // Op names the operation: "send", "allreduce", ...
 func (r *Request) Op() string { return r.op }
 
@@ -56,10 +112,15 @@ func (r *Request) Test() (done bool, err error) {
 	return r.fin, r.err
 }
 
-// Wait blocks until the request completes and returns its result, or until
-// ctx is done and returns ctx.Err(). Giving up does not cancel the
-// operation: it still runs (a receive still consumes its message), and the
-// buffers it uses stay alive until it completes; Wait may be called again.
+// Wait blocks until the request completes and returns its result. When
+// ctx ends first, Wait cancels the request (Cancel) and still waits for it
+// to complete, so the library is done with the request's buffers when Wait
+// returns: nil when the operation completed after all, else the request's
+// *Error (ErrCancelled, or ErrWorldBroken when it could not be taken back)
+// wrapping ctx.Err(), so that errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded holds as well.
+//
+// To wait without cancelling, select on Done.
 func (r *Request) Wait(ctx context.Context) error {
 	select {
 	case <-r.done:
@@ -70,8 +131,10 @@ func (r *Request) Wait(ctx context.Context) error {
 	case <-r.done:
 		return r.result()
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	r.Cancel()
+	<-r.done
+	return withCause(r.result(), ctx.Err())
 }
 
 func (r *Request) result() error {
@@ -80,17 +143,21 @@ func (r *Request) result() error {
 	return r.err
 }
 
-// WaitAll waits for every request and returns the first error among them in
-// argument order, or ctx.Err() as soon as ctx is done.
+// WaitAll waits for every request and returns the first error among them
+// in argument order. When ctx ends, it cancels every request not yet
+// completed and waits for them all, as Wait does.
 func WaitAll(ctx context.Context, reqs ...*Request) error {
 	var first error
-	for _, r := range reqs {
-		if err := r.Wait(ctx); err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil && err == ctxErr {
-				return err
-			}
-			if first == nil {
-				first = err
+	cancelled := false
+	for i, r := range reqs {
+		err := r.Wait(ctx)
+		if err != nil && first == nil {
+			first = err
+		}
+		if !cancelled && ctx.Err() != nil {
+			cancelled = true
+			for _, rest := range reqs[i+1:] {
+				rest.Cancel() // all at once; the loop then waits for each
 			}
 		}
 	}
@@ -156,8 +223,8 @@ func (p *Poller) Len() int {
 }
 
 // Next returns the next request to complete (its result: r.Test()). It
-// fails with ctx.Err() when ctx is done first, and with ErrNotFound when
-// the poller has nothing left to return.
+// fails with ctx.Err() when ctx is done first (cancelling nothing), and
+// with ErrNotFound when the poller has nothing left to return.
 func (p *Poller) Next(ctx context.Context) (*Request, error) {
 	for {
 		p.mu.Lock()

@@ -11,9 +11,19 @@ import "strconv"
 type Backend int
 
 const (
-	Gloo Backend = C.MW_BACKEND_GLOO // TCP, host memory; always available
-	NCCL Backend = C.MW_BACKEND_NCCL // GPU buffers; needs the NCCL plugin
+	Gloo Backend = C.MW_BACKEND_GLOO // host memory over TCP, a thread per world; kept as a baseline
+	NCCL Backend = C.MW_BACKEND_NCCL // CUDA device memory (DeviceBuffer); needs the NCCL plugin and a GPU
+	UCX  Backend = C.MW_BACKEND_UCX  // host memory: shared memory on one host, TCP or RDMA across hosts
 )
+
+// HostBackend is the backend for host memory: UCX where it is available,
+// else Gloo.
+func HostBackend() Backend {
+	if UCX.Available() {
+		return UCX
+	}
+	return Gloo
+}
 
 func (b Backend) String() string {
 	switch b {
@@ -21,6 +31,8 @@ func (b Backend) String() string {
 		return "gloo"
 	case NCCL:
 		return "nccl"
+	case UCX:
+		return "ucx"
 	}
 	return "Backend(" + strconv.Itoa(int(b)) + ")"
 }

@@ -27,11 +27,12 @@ type World struct {
 	size    int
 	epoch   uint64
 	backend Backend
+	device  int // the CUDA device of an NCCL world
 }
 
-func newWorld(c *Context, h *C.mw_world_t, b Backend) *World {
+func newWorld(c *Context, h *C.mw_world_t, b Backend, device int) *World {
 	return &World{
-		c: c, key: h, h: h, backend: b,
+		c: c, key: h, h: h, backend: b, device: device,
 		name:  C.GoString(C.mw_world_name(h)),
 		rank:  int(C.mw_world_rank(h)),
 		size:  int(C.mw_world_size(h)),
@@ -54,6 +55,15 @@ func (w *World) Epoch() uint64 { return w.epoch }
 
 // Backend is the transport the world was created with.
 func (w *World) Backend() Backend { return w.backend }
+
+// Device is the CUDA device of an NCCL world (WithDevice), whose memory
+// its operations take; -1 for host worlds.
+func (w *World) Device() int {
+	if w.backend != NCCL {
+		return hostMemory
+	}
+	return w.device
+}
 
 // Context is the Context the world belongs to.
 func (w *World) Context() *Context { return w.c }

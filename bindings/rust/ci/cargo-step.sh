@@ -5,6 +5,10 @@
 #                           temp file and fail on any difference
 #   cargo-step.sh build     cargo build of every target
 #   cargo-step.sh test      cargo test (wrap in tests/with_redis.sh)
+#
+# build, test, clippy and doc take every feature (`cuda` loads the CUDA
+# runtime at run time, so it builds without CUDA; its tests skip without a
+# GPU).
 #   cargo-step.sh example   the pipeline example (wrap in tests/with_redis.sh)
 #   cargo-step.sh clippy    cargo clippy --all-targets -- -D warnings
 #   cargo-step.sh fmt       cargo fmt --check
@@ -43,10 +47,10 @@ case "$step" in
     echo "bindings.rs matches a fresh bindgen run ($("${BINDGEN:-bindgen}" --version))"
     ;;
   build)
-    exec "$cargo" build --offline --workspace --all-targets "$@"
+    exec "$cargo" build --offline --workspace --all-targets --all-features "$@"
     ;;
   test)
-    exec "$cargo" test --offline --workspace "$@"
+    exec "$cargo" test --offline --workspace --all-features "$@"
     ;;
   example)
     exec "$cargo" run --offline -p multiworld --example pipeline "$@"
@@ -54,7 +58,7 @@ case "$step" in
   clippy)
     "$cargo" clippy --version >/dev/null 2>&1 ||
       skip "cargo clippy is not installed (apt-get install rust-clippy, or rustup component add clippy)"
-    exec "$cargo" clippy --offline --workspace --all-targets "$@" -- -D warnings
+    exec "$cargo" clippy --offline --workspace --all-targets --all-features "$@" -- -D warnings
     ;;
   fmt)
     "$cargo" fmt --version >/dev/null 2>&1 ||
@@ -63,7 +67,7 @@ case "$step" in
     ;;
   doc)
     export RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D warnings"
-    exec "$cargo" doc --offline --workspace --no-deps "$@"
+    exec "$cargo" doc --offline --workspace --no-deps --all-features "$@"
     ;;
   *)
     echo "cargo-step.sh: unknown step '$step'" >&2

@@ -1,10 +1,11 @@
 // Command pipeline is a three-process serving pipeline over multiworld: a
 // frontend feeds requests to two replicated workers, each reached through
-// its own two-member world, and collects their results. Every world is its
-// own fault domain, so when a worker is killed only its world breaks: the
-// frontend sees ErrWorldBroken on that worker's requests, requeues what it
-// had in flight and keeps serving on the other worker (and, with -respawn,
-// starts a replacement that joins a new incarnation of the same world).
+// its own two-member world (UCX where the library has it, else Gloo), and
+// collects their results. Every world is its own fault domain, so when a
+// worker is killed only its world breaks: the frontend sees ErrWorldBroken
+// on that worker's requests, requeues what it had in flight and keeps
+// serving on the other worker (and, with -respawn, starts a replacement
+// that joins a new incarnation of the same world).
 //
 // Usage:
 //
@@ -237,7 +238,7 @@ func (f *frontend) workerLoop(ctx context.Context, id int) {
 	respawned := false
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		w, err := f.c.CreateWorld(cctx, f.worldName(id), 0, 2, mw.Gloo)
+		w, err := f.c.CreateWorld(cctx, f.worldName(id), 0, 2, mw.HostBackend())
 		cancel()
 		if err != nil {
 			log.Printf("frontend: worker %d: %v", id, err)
@@ -283,18 +284,28 @@ func (f *frontend) serveWorld(ctx context.Context, w *mw.World, id int) error {
 			return stopWorker(w)
 		case j = <-f.jobs:
 		}
-		copy(hdr.Slice(), []int64{int64(j.id), int64(n)})
-		x := in.Slice()
-		for i := range x {
-			x[i] = input(j.id, i)
+		if _, err := hdr.CopyFrom([]int64{int64(j.id), int64(n)}); err != nil {
+			return err
 		}
-		err := f.roundTrip(ctx, w, hdr, in, out)
+		err := in.With(func(x []float32) error {
+			for i := range x {
+				x[i] = input(j.id, i)
+			}
+			return nil
+		})
+		if err == nil {
+			err = f.roundTrip(ctx, w, hdr, in, out)
+		}
 		if err != nil {
 			f.jobs <- j // another worker serves it
 			log.Printf("frontend: request %d requeued", j.id)
 			return err
 		}
-		f.res <- result{job: j, worker: id, out: append([]float32(nil), out.Slice()...)}
+		y, err := out.Values()
+		if err != nil {
+			return err
+		}
+		f.res <- result{job: j, worker: id, out: y}
 	}
 }
 
@@ -352,7 +363,7 @@ func workerMain() int {
 	}
 	defer c.Close()
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	w, err := c.CreateWorld(cctx, os.Getenv(envWorld), 1, 2, mw.Gloo)
+	w, err := c.CreateWorld(cctx, os.Getenv(envWorld), 1, 2, mw.HostBackend())
 	cancel()
 	if err != nil {
 		log.Print(err)

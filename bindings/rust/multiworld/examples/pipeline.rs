@@ -14,6 +14,9 @@
 //! which forms a new incarnation (epoch) of `w2` in the background while
 //! worker 1 keeps serving, and puts it back into rotation.
 //!
+//! The worlds run on UCX where the library has it, else on Gloo
+//! ([`Backend::preferred_host`], what `Context::create_world` uses).
+//!
 //! Run as `pipeline worker <id> <world>` it is a worker (the frontend does
 //! that itself).
 use std::env;
@@ -21,7 +24,7 @@ use std::process::{Child, Command, ExitCode};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use multiworld::{scope, Config, Context, Error, Event, World};
+use multiworld::{scope, Backend, Config, Context, Error, Event, World};
 
 /// Requests to serve.
 const REQUESTS: usize = 40;
@@ -52,11 +55,12 @@ fn connect(role: &str) -> Result<Context, Error> {
 fn worker(id: &str, world_name: &str) -> Result<(), Error> {
     let me = format!("worker {}", id);
     let ctx = connect(&me)?;
+    let backend = Backend::preferred_host();
     // A replacement may find its predecessor's rank still claimed until the
     // dead process's heartbeat expires: retry for a while.
     let deadline = Instant::now() + Duration::from_secs(20);
     let world = loop {
-        match ctx.create_world(world_name, 1, 2, FORM_TIMEOUT) {
+        match ctx.create_world_with(world_name, 1, 2, backend, 0, FORM_TIMEOUT) {
             Ok(w) => break w,
             Err(Error::AlreadyExists(_)) if Instant::now() < deadline => {
                 thread::sleep(Duration::from_millis(100))
@@ -64,7 +68,13 @@ fn worker(id: &str, world_name: &str) -> Result<(), Error> {
             Err(e) => return Err(e),
         }
     };
-    println!("{}: joined {} (epoch {})", me, world.name(), world.epoch());
+    println!(
+        "{}: joined {} (epoch {}, {:?})",
+        me,
+        world.name(),
+        world.epoch(),
+        world.backend()
+    );
     loop {
         let mut msg: Message = [0.0; 5];
         scope(|s| world.recv(s, &mut msg, 0)?.wait(None))?;
@@ -121,11 +131,22 @@ fn frontend() -> Result<(), Error> {
     let names = [format!("{}.w1", job), format!("{}.w2", job)];
     let mut children = vec![spawn_worker(1, &names[0]), spawn_worker(2, &names[1])];
     let ctx = connect("frontend")?;
+    let backend = Backend::preferred_host();
     let mut worlds: Vec<Option<World<'_>>> = Vec::new();
     for name in &names {
-        worlds.push(Some(ctx.create_world(name, 0, 2, FORM_TIMEOUT)?));
+        worlds.push(Some(ctx.create_world_with(
+            name,
+            0,
+            2,
+            backend,
+            0,
+            FORM_TIMEOUT,
+        )?));
     }
-    println!("frontend: serving {} requests with 2 workers", REQUESTS);
+    println!(
+        "frontend: serving {} requests with 2 workers over {:?}",
+        REQUESTS, backend
+    );
 
     let mut served_by = [0usize; 2];
     let mut next = 0usize;
@@ -181,10 +202,9 @@ fn frontend() -> Result<(), Error> {
                         if w == 1 && rejoin.is_none() {
                             children[1] = spawn_worker(2, &rejoin_name);
                             let name = rejoin_name.clone();
-                            rejoin =
-                                Some(ts.spawn(move || {
-                                    ctx_ref.create_world(&name, 0, 2, FORM_TIMEOUT)
-                                }));
+                            rejoin = Some(ts.spawn(move || {
+                                ctx_ref.create_world_with(&name, 0, 2, backend, 0, FORM_TIMEOUT)
+                            }));
                         }
                     }
                     Err(other) => return Err(other),

@@ -1,29 +1,17 @@
 //! The context: Redis connections, heartbeat, completion and event queues.
-use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, CString};
-use std::os::raw::c_char;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::Waker;
-use std::thread::{self, JoinHandle};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use multiworld_sys as sys;
 
 use crate::config::{cstring, Config};
 use crate::error::{last_error, Error, Result};
+use crate::event::Event;
 use crate::request::RequestId;
+use crate::shared::Shared;
 use crate::world::{Backend, World};
-
-/// The completion poller drains `mw_poll` in slices this long, so dropping a
-/// context stops it within this time.
-const POLL_SLICE_MS: i32 = 50;
-/// How long a `WorldBroken` error waits for the matching event to learn the
-/// blamed rank.
-const PEER_RANK_WAIT: Duration = Duration::from_millis(250);
-/// Events kept for [`Context::next_event`] before the oldest are dropped.
-const MAX_QUEUED_EVENTS: usize = 4096;
 
 /// Converts an optional timeout to the C API's milliseconds (-1 = forever).
 pub(crate) fn timeout_ms(timeout: Option<Duration>) -> i32 {
@@ -38,51 +26,6 @@ pub(crate) fn timeout_ms(timeout: Option<Duration>) -> i32 {
             }
         }
     }
-}
-
-/// Something that happened to this process's worlds or to its Redis
-/// connection, in the order it happened ([`Context::next_event`]).
-///
-/// ```no_run
-/// # let ctx = multiworld::Context::from_env()?;
-/// # let world = ctx.create_world("w", 0, 1, None)?;
-/// use std::time::Duration;
-/// if let Some(multiworld::Event::StoreDown { detail }) = ctx.next_event(Some(Duration::ZERO))? {
-///     eprintln!("redis is down: {}", detail);
-/// }
-/// # Ok::<(), multiworld::Error>(())
-/// ```
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    /// `MW_EVENT_WORLD_BROKEN`: a world of this context broke.
-    WorldBroken {
-        /// The world's name.
-        world: String,
-        /// The member blamed, when known.
-        peer_rank: Option<usize>,
-        /// The library's explanation.
-        detail: String,
-    },
-    /// `MW_EVENT_STORE_DOWN`: Redis became unreachable.
-    StoreDown {
-        /// The library's explanation.
-        detail: String,
-    },
-    /// `MW_EVENT_STORE_UP`: Redis is reachable again.
-    StoreUp {
-        /// The library's explanation.
-        detail: String,
-    },
-    /// An event type this version of the crate does not know.
-    Other {
-        /// The raw `mw_event_type_t`.
-        kind: u32,
-        /// The world's name, if any.
-        world: String,
-        /// The library's explanation.
-        detail: String,
-    },
 }
 
 /// A finished request, as [`Context::poll`] reports it.
@@ -107,355 +50,6 @@ pub struct Completion {
     pub world: String,
     /// How it ended.
     pub result: Result<()>,
-}
-
-/// What the binding knows about one live request, keyed by its handle.
-struct Slot {
-    id: u64,
-    world: Arc<str>,
-    world_ptr: usize,
-    /// A future waiting for this request.
-    waker: Option<Waker>,
-    /// Its final status reached the program (test, wait, await or poll).
-    reported: bool,
-    /// It sits in `ready`.
-    queued: bool,
-}
-
-#[derive(Default)]
-struct State {
-    slots: HashMap<usize, Slot>,
-    /// Completions drained before their request was registered.
-    early: HashMap<usize, ()>,
-    /// Completed requests nobody has seen yet, for `Context::poll`.
-    ready: VecDeque<usize>,
-    /// World handle -> blamed rank, from WorldBroken events.
-    broken: HashMap<usize, Option<usize>>,
-    /// Events drained by the binding, not yet handed to the program.
-    events: VecDeque<Event>,
-    next_id: u64,
-}
-
-/// State shared by a context, its requests and its poller thread.
-pub(crate) struct Shared {
-    raw: usize,
-    state: Mutex<State>,
-    stop: AtomicBool,
-    poller: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl Shared {
-    fn ctx(&self) -> *mut sys::mw_context_t {
-        self.raw as *mut sys::mw_context_t
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock leaves consistent maps behind.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Records a request issued on `world_ptr`; returns its id.
-    pub(crate) fn register(
-        &self,
-        req: *mut sys::mw_request_t,
-        world: &Arc<str>,
-        world_ptr: usize,
-    ) -> u64 {
-        let key = req as usize;
-        let mut st = self.lock();
-        st.next_id += 1;
-        let id = st.next_id;
-        let done = st.early.remove(&key).is_some();
-        st.slots.insert(
-            key,
-            Slot {
-                id,
-                world: world.clone(),
-                world_ptr,
-                waker: None,
-                reported: false,
-                queued: done,
-            },
-        );
-        if done {
-            st.ready.push_back(key);
-        }
-        id
-    }
-
-    /// Forgets a request that is about to be freed.
-    pub(crate) fn unregister(&self, req: *mut sys::mw_request_t) {
-        let key = req as usize;
-        let mut st = self.lock();
-        st.slots.remove(&key);
-        st.early.remove(&key);
-    }
-
-    /// Marks the request's final status as seen by the program.
-    pub(crate) fn mark_reported(&self, req: *mut sys::mw_request_t) {
-        if let Some(slot) = self.lock().slots.get_mut(&(req as usize)) {
-            slot.reported = true;
-            slot.waker = None;
-        }
-    }
-
-    /// Drops the waker of a request whose future went away.
-    pub(crate) fn clear_waker(&self, req: *mut sys::mw_request_t) {
-        if let Some(slot) = self.lock().slots.get_mut(&(req as usize)) {
-            slot.waker = None;
-        }
-    }
-
-    /// The future's half of the handshake with the poller: under the lock,
-    /// either the request is final (returned, with the detail read on this
-    /// thread) or `waker` is stored, so a completion drained afterwards is
-    /// guaranteed to wake it.
-    pub(crate) fn test_or_park(
-        &self,
-        req: *mut sys::mw_request_t,
-        waker: &Waker,
-    ) -> Option<(sys::mw_status_t, String)> {
-        let mut st = self.lock();
-        // SAFETY: the request is live (its owner is polling it).
-        let status = unsafe { sys::mw_test(req) };
-        if status != sys::MW_IN_PROGRESS {
-            let detail = if status == sys::MW_OK {
-                String::new()
-            } else {
-                last_error()
-            };
-            if let Some(slot) = st.slots.get_mut(&(req as usize)) {
-                slot.reported = true;
-                slot.waker = None;
-            }
-            return Some((status, detail));
-        }
-        if let Some(slot) = st.slots.get_mut(&(req as usize)) {
-            match &slot.waker {
-                Some(w) if w.will_wake(waker) => {}
-                _ => slot.waker = Some(waker.clone()),
-            }
-        }
-        drop(st);
-        None
-    }
-
-    /// One `mw_poll` of up to `timeout_ms`: wakes the futures of the
-    /// completed requests and queues the others for `Context::poll`.
-    fn pump(&self, timeout_ms: i32) -> Result<()> {
-        const MAX: usize = 64;
-        let mut out: Vec<sys::mw_completion_t> = Vec::with_capacity(MAX);
-        let mut n: usize = 0;
-        // SAFETY: `out` has room for MAX completions; mw_poll writes the
-        // first `n` of them.
-        let status = unsafe { sys::mw_poll(self.ctx(), out.as_mut_ptr(), MAX, timeout_ms, &mut n) };
-        if status != sys::MW_OK {
-            return Err(Error::last(status));
-        }
-        // SAFETY: mw_poll initialised the first `n <= MAX` entries.
-        unsafe { out.set_len(n.min(MAX)) };
-        let mut wake = Vec::new();
-        {
-            let mut st = self.lock();
-            for c in &out {
-                let key = c.request as usize;
-                let st = &mut *st;
-                match st.slots.get_mut(&key) {
-                    Some(slot) => {
-                        if let Some(w) = slot.waker.take() {
-                            wake.push(w);
-                        } else if !slot.reported && !slot.queued {
-                            slot.queued = true;
-                            st.ready.push_back(key);
-                        }
-                    }
-                    None => {
-                        st.early.insert(key, ());
-                    }
-                }
-            }
-        }
-        for w in wake {
-            w.wake();
-        }
-        Ok(())
-    }
-
-    /// Starts the completion poller thread unless it runs.
-    pub(crate) fn ensure_poller(self: &Arc<Self>) {
-        let mut poller = self.poller.lock().unwrap_or_else(|e| e.into_inner());
-        if poller.is_some() || self.stop.load(Ordering::Acquire) {
-            return;
-        }
-        let shared = Arc::clone(self);
-        let spawned = thread::Builder::new()
-            .name("mw-rs-poller".to_string())
-            .spawn(move || {
-                while !shared.stop.load(Ordering::Acquire) {
-                    if shared.pump(POLL_SLICE_MS).is_err() {
-                        thread::sleep(Duration::from_millis(POLL_SLICE_MS as u64));
-                    }
-                }
-            });
-        // Without a thread the futures still complete when polled again
-        // (e.g. by Context::poll); there is nothing better to do here.
-        if let Ok(handle) = spawned {
-            *poller = Some(handle);
-        }
-    }
-
-    /// Takes up to `max` queued completions nobody has seen.
-    fn take_ready(&self, max: usize) -> Vec<(u64, u64, Arc<str>, usize, sys::mw_status_t, String)> {
-        let mut out = Vec::new();
-        let mut st = self.lock();
-        while out.len() < max {
-            let key = match st.ready.pop_front() {
-                Some(k) => k,
-                None => break,
-            };
-            let slot = match st.slots.get_mut(&key) {
-                Some(s) => s,
-                None => continue,
-            };
-            slot.queued = false;
-            if slot.reported {
-                continue;
-            }
-            let req = key as *mut sys::mw_request_t;
-            // SAFETY: requests are unregistered under this lock before they
-            // are freed, so a request with a slot is live here.
-            let status = unsafe { sys::mw_test(req) };
-            if status == sys::MW_IN_PROGRESS {
-                continue; // a stale completion of an earlier request at this address
-            }
-            let detail = if status == sys::MW_OK {
-                String::new()
-            } else {
-                last_error()
-            };
-            // SAFETY: as above.
-            let user_data = unsafe { sys::mw_request_user_data(req) };
-            slot.reported = true;
-            out.push((
-                slot.id,
-                user_data,
-                slot.world.clone(),
-                slot.world_ptr,
-                status,
-                detail,
-            ));
-        }
-        out
-    }
-
-    fn record_event(st: &mut State, raw: &sys::mw_event_t) -> Event {
-        let world = c_chars(&raw.world_name);
-        let detail = c_chars(&raw.detail);
-        let peer_rank = if raw.peer_rank >= 0 {
-            Some(raw.peer_rank as usize)
-        } else {
-            None
-        };
-        match raw.type_ {
-            sys::MW_EVENT_WORLD_BROKEN => {
-                if !raw.world.is_null() {
-                    st.broken.entry(raw.world as usize).or_insert(peer_rank);
-                }
-                Event::WorldBroken {
-                    world,
-                    peer_rank,
-                    detail,
-                }
-            }
-            sys::MW_EVENT_STORE_DOWN => Event::StoreDown { detail },
-            sys::MW_EVENT_STORE_UP => Event::StoreUp { detail },
-            kind => Event::Other {
-                kind,
-                world,
-                detail,
-            },
-        }
-    }
-
-    /// One `mw_next_event`; the event is recorded (blamed rank) and returned.
-    fn next_raw_event(&self, timeout_ms: i32) -> Result<Option<Event>> {
-        // SAFETY: mw_event_t is plain data; all-zero is a valid value.
-        let mut raw: sys::mw_event_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `raw` is a valid out-pointer.
-        let status = unsafe { sys::mw_next_event(self.ctx(), &mut raw, timeout_ms) };
-        if status == sys::MW_ERR_TIMEOUT {
-            return Ok(None);
-        }
-        if status != sys::MW_OK {
-            return Err(Error::last(status));
-        }
-        let mut st = self.lock();
-        Ok(Some(Shared::record_event(&mut st, &raw)))
-    }
-
-    /// Drains events into the queue that `Context::next_event` reads first.
-    fn queue_event(&self, event: Event) {
-        let mut st = self.lock();
-        if st.events.len() >= MAX_QUEUED_EVENTS {
-            st.events.pop_front();
-        }
-        st.events.push_back(event);
-    }
-
-    /// The rank blamed for the break of `world_ptr`, from the world's
-    /// `WorldBroken` event; waits briefly for that event when it is not in
-    /// yet. Events drained here stay queued for [`Context::next_event`].
-    pub(crate) fn peer_rank(&self, world_ptr: usize) -> Option<usize> {
-        let deadline = Instant::now() + PEER_RANK_WAIT;
-        let mut wait_ms = 0;
-        loop {
-            if let Some(p) = self.lock().broken.get(&world_ptr) {
-                return *p;
-            }
-            match self.next_raw_event(wait_ms) {
-                Ok(Some(event)) => {
-                    self.queue_event(event);
-                    continue;
-                }
-                Ok(None) => {}
-                Err(_) => return None,
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return None;
-            }
-            wait_ms = timeout_ms(Some((deadline - now).min(Duration::from_millis(25))));
-        }
-    }
-
-    /// The error for a request or call on `world` that failed with `status`.
-    pub(crate) fn error(
-        &self,
-        status: sys::mw_status_t,
-        detail: String,
-        world: &str,
-        world_ptr: usize,
-    ) -> Error {
-        let peer = if status == sys::MW_ERR_WORLD_BROKEN {
-            self.peer_rank(world_ptr)
-        } else {
-            None
-        };
-        Error::from_code(status, detail, world, peer)
-    }
-
-    pub(crate) fn forget_world(&self, world_ptr: usize) {
-        self.lock().broken.remove(&world_ptr);
-    }
-}
-
-fn c_chars(chars: &[c_char]) -> String {
-    let bytes: Vec<u8> = chars
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A process's membership in any number of worlds (`mw_context_t`): the
@@ -526,16 +120,14 @@ impl Context {
         }
         Ok(Context {
             raw,
-            shared: Arc::new(Shared {
-                raw: raw as usize,
-                state: Mutex::new(State::default()),
-                stop: AtomicBool::new(false),
-                poller: Mutex::new(None),
-            }),
+            shared: Arc::new(Shared::new(raw)),
         })
     }
 
-    /// Joins (or forms) rank `rank` of the `size`-member Gloo world `name`.
+    /// Joins (or forms) rank `rank` of the `size`-member world `name` on the
+    /// host backend this library prefers ([`Backend::preferred_host`]: UCX
+    /// where it is available, else Gloo). Every member must use the same
+    /// backend; [`create_world_with`](Context::create_world_with) names one.
     ///
     /// Blocks until every member joined or `timeout` passed (`None`: no
     /// limit). Fails with [`Error::Timeout`], [`Error::AlreadyExists`] (the
@@ -558,12 +150,13 @@ impl Context {
         size: usize,
         timeout: Option<Duration>,
     ) -> Result<World<'_>> {
-        self.create_world_with(name, rank, size, Backend::Gloo, 0, timeout)
+        self.create_world_with(name, rank, size, Backend::preferred_host(), 0, timeout)
     }
 
     /// Like [`create_world`](Context::create_world), with a backend and (for
-    /// NCCL) a CUDA device ordinal. Fails with [`Error::Unsupported`] when
-    /// the backend is not built in (see [`backend_available`](crate::backend_available)).
+    /// NCCL) a CUDA device ordinal, ignored by the host backends. Fails with
+    /// [`Error::Unsupported`] when the backend is not usable here (see
+    /// [`backend_available`](crate::backend_available)).
     ///
     /// ```no_run
     /// use multiworld::Backend;
@@ -605,7 +198,7 @@ impl Context {
         let actual = unsafe { CStr::from_ptr(sys::mw_world_name(raw)) }
             .to_string_lossy()
             .into_owned();
-        Ok(World::from_raw(self, raw, actual))
+        Ok(World::from_raw(self, raw, actual, backend, device))
     }
 
     /// Up to `max` completions of this context's requests that the program
@@ -614,10 +207,12 @@ impl Context {
     /// up to `timeout` for the first (`None`: until one arrives;
     /// `Some(Duration::ZERO)`: just look). An empty vector means the timeout
     /// passed. Requests whose future is being awaited are woken instead of
-    /// being reported here.
+    /// being reported here, and requests whose handle was dropped are not
+    /// reported.
     ///
     /// This is the way to drive many requests at once without a future per
-    /// request:
+    /// request; [`Scope::with_user_data`](crate::Scope::with_user_data)
+    /// fixes a word at issue time that the completion carries back:
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -643,41 +238,30 @@ impl Context {
     /// ```
     pub fn poll(&self, max: usize, timeout: Option<Duration>) -> Result<Vec<Completion>> {
         let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            let ready = self.shared.take_ready(max);
-            if !ready.is_empty() || max == 0 {
-                return Ok(ready
-                    .into_iter()
-                    .map(
-                        |(id, user_data, world, world_ptr, status, detail)| Completion {
-                            request: RequestId(id),
-                            user_data,
-                            world: world.to_string(),
-                            result: if status == sys::MW_OK {
-                                Ok(())
-                            } else {
-                                Err(self.shared.error(status, detail, &world, world_ptr))
-                            },
-                        },
-                    )
-                    .collect());
-            }
-            let slice = match deadline {
-                None => POLL_SLICE_MS,
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Ok(Vec::new());
-                    }
-                    timeout_ms(Some(d - now)).min(POLL_SLICE_MS)
-                }
-            };
-            self.shared.pump(slice)?;
-        }
+        self.shared.ensure_poller()?;
+        // What is queued right now, without a round trip through the poller.
+        self.shared.drain();
+        Ok(self
+            .shared
+            .wait_completions(max, deadline)
+            .into_iter()
+            .map(|done| Completion {
+                request: RequestId(done.id),
+                user_data: done.user_data,
+                world: done.world.to_string(),
+                result: if done.status == sys::MW_OK {
+                    Ok(())
+                } else {
+                    Err(self
+                        .shared
+                        .error(done.status, done.detail, &done.world, done.world_ptr))
+                },
+            })
+            .collect())
     }
 
-    /// The next event (`mw_next_event`): world breaks and Redis outages in
-    /// the order they happened. Waits up to `timeout` (`None`: forever;
+    /// The next event (`mw_next_event`): world breaks, data path changes and
+    /// Redis outages in the order they happened. Waits up to `timeout` (`None`: forever;
     /// `Some(Duration::ZERO)`: just look) and returns `Ok(None)` when none
     /// arrived.
     ///
@@ -693,30 +277,18 @@ impl Context {
     /// # Ok::<(), multiworld::Error>(())
     /// ```
     pub fn next_event(&self, timeout: Option<Duration>) -> Result<Option<Event>> {
-        // Waits in slices: another thread may move an event into the
-        // binding's queue (while building a WorldBroken error) meanwhile.
         let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            if let Some(event) = self.shared.lock().events.pop_front() {
-                return Ok(Some(event));
-            }
-            let slice = match deadline {
-                None => POLL_SLICE_MS,
-                Some(d) => {
-                    timeout_ms(Some(d.saturating_duration_since(Instant::now()))).min(POLL_SLICE_MS)
-                }
-            };
-            if let Some(event) = self.shared.next_raw_event(slice)? {
-                return Ok(Some(event));
-            }
-            if deadline.map_or(false, |d| Instant::now() >= d) {
-                return Ok(None);
-            }
-        }
+        self.shared.ensure_poller()?;
+        self.shared.drain();
+        Ok(self.shared.wait_event(deadline))
     }
 
     /// The raw `mw_context_t` handle, for calls through [`crate::sys`]. It
-    /// stays owned by this `Context`; do not free it.
+    /// stays owned by this `Context`; do not free it. Once the binding's
+    /// poller runs (after the first pending `.await`, `poll` or
+    /// `next_event`), it drains this context's completion and event queues:
+    /// requests issued through `sys` then report through `mw_test` and
+    /// `mw_wait` only.
     ///
     /// ```no_run
     /// # let ctx = multiworld::Context::from_env()?;
@@ -738,16 +310,7 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
-        let poller = self
-            .shared
-            .poller
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(handle) = poller {
-            let _ = handle.join();
-        }
+        self.shared.stop_poller();
         // SAFETY: no world or request of this context is alive (they borrow
         // it) and the poller has stopped, so nothing else uses the handle.
         unsafe { sys::mw_context_free(self.raw) };

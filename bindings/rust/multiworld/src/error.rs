@@ -197,6 +197,17 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// `mw_last_error()` of the calling thread.
+/// The library's explanation of a request's final `status`: empty for
+/// success, else the calling thread's last error, which the call that
+/// returned `status` just set.
+pub(crate) fn final_detail(status: sys::mw_status_t) -> String {
+    if status == sys::MW_OK {
+        String::new()
+    } else {
+        last_error()
+    }
+}
+
 pub(crate) fn last_error() -> String {
     // SAFETY: never NULL; a NUL-terminated string owned by this thread.
     unsafe { CStr::from_ptr(sys::mw_last_error()) }

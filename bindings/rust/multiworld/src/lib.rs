@@ -5,7 +5,8 @@
 //! own communicator and its own fault domain. When a member dies, hangs or is
 //! cut off, only the worlds containing it break: their pending operations
 //! fail with [`Error::WorldBroken`], and every other world keeps running.
-//! Redis is the control plane (`MW_REDIS_URL`); Gloo carries host buffers.
+//! Redis is the control plane (`MW_REDIS_URL`); UCX (or Gloo) carries host
+//! buffers and NCCL device buffers.
 //!
 //! The pieces, in the order a program meets them:
 //!
@@ -15,11 +16,16 @@
 //! * [`scope`] → [`Scope`], inside which a world's operations return
 //!   [`Request`]s that borrow their buffers; a request is completed by
 //!   [`Request::wait`], [`Request::test`], `.await` (it is a [`Future`]) or
-//!   [`Context::poll`];
-//! * [`Context::next_event`] reports world breaks and Redis outages.
+//!   [`Context::poll`], and taken back by [`Request::cancel`] or by
+//!   dropping it;
+//! * [`Context::next_event`] reports world breaks, data path changes and
+//!   Redis outages.
 //!
 //! Buffers hold [`Element`] types: `i8`, `u8`, `i32`, `u32`, `i64`, `u64`,
-//! `f32`, `f64`, and [`F16`] / [`BF16`] for 16-bit floats.
+//! `f32`, `f64`, and [`F16`] / [`BF16`] for 16-bit floats. Host worlds
+//! (UCX, Gloo) take slices; NCCL worlds take device memory, as
+//! [`DeviceSlice`] / [`DeviceSliceMut`] views or, with the `cuda` feature,
+//! an owned `DeviceBuffer` (see the [`device`] module).
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -47,7 +53,8 @@
 //! `mem::forget` instead of dropping it, the buffers must also outlive the
 //! [`scope`] the request was issued in, which does not return until the
 //! library is done with all of them. The same design as
-//! `std::thread::scope`.
+//! `std::thread::scope`. A scope does not wait on peers for requests nobody
+//! waits for any more: it cancels them, then waits for the cancellations.
 //!
 //! # Threads
 //!
@@ -55,9 +62,17 @@
 //! C API allows every call on them from any thread concurrently, except
 //! freeing or destroying them, which this crate only does with exclusive
 //! access (`Drop`, [`World::destroy`]). A context starts one helper thread
-//! the first time a request future is polled while pending; it drains the
-//! library's completion queue and wakes futures, and stops when the context
-//! is dropped.
+//! the first time a request future is polled while pending (or
+//! [`Context::poll`] or [`Context::next_event`] is called); it sleeps on the
+//! library's fd (`mw_context_fd`) until a completion or an event is queued,
+//! drains both and wakes futures, and stops when the context is dropped. It
+//! uses no CPU while idle and adds no delay.
+//!
+//! # Features
+//!
+//! * `cuda`: `DeviceBuffer`, device memory allocated through the CUDA
+//!   runtime, which is loaded at run time (`libcudart.so`); building needs
+//!   neither CUDA nor a GPU.
 //!
 //! [`Future`]: std::future::Future
 #![deny(missing_docs)]
@@ -65,9 +80,20 @@
 
 mod config;
 mod context;
+#[cfg(feature = "cuda")]
+mod cuda;
+pub mod device;
+mod device_ops;
 mod element;
 mod error;
+mod event;
+mod host_ops;
+mod op;
+mod place;
+mod poller;
 mod request;
+mod scope;
+mod shared;
 mod world;
 
 use std::ffi::CStr;
@@ -77,10 +103,15 @@ use std::ffi::CStr;
 pub use multiworld_sys as sys;
 
 pub use crate::config::{Config, LogLevel};
-pub use crate::context::{Completion, Context, Event};
+pub use crate::context::{Completion, Context};
+#[cfg(feature = "cuda")]
+pub use crate::device::{cuda_device_count, DeviceBuffer};
+pub use crate::device::{DeviceSlice, DeviceSliceMut};
 pub use crate::element::{Dtype, Element, BF16, F16};
 pub use crate::error::{Error, Result};
-pub use crate::request::{scope, Request, RequestId, Scope};
+pub use crate::event::Event;
+pub use crate::request::{Request, RequestId};
+pub use crate::scope::{scope, Issue, Scope};
 pub use crate::world::{Backend, ReduceOp, World, WorldState};
 
 /// The version of the loaded library as `(major, minor, patch)`

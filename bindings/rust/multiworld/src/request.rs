@@ -1,16 +1,17 @@
-//! Requests (in-flight operations) and the scopes that bound them.
-use std::collections::HashMap;
+//! Requests: operations in flight.
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use multiworld_sys as sys;
 
-use crate::context::{timeout_ms, Shared};
-use crate::error::{last_error, Error, Result};
+use crate::context::timeout_ms;
+use crate::error::{final_detail, last_error, Error, Result};
+use crate::scope::ScopeInner;
+use crate::shared::Shared;
 
 /// Identifies a request within its context; [`Completion::request`](crate::Completion::request)
 /// names requests by it.
@@ -48,7 +49,7 @@ impl RequestId {
 }
 
 /// An operation in flight (`mw_request_t`), issued by one of [`World`](crate::World)'s
-/// operations inside a [`scope`].
+/// operations inside a [`scope`](crate::scope()).
 ///
 /// The request borrows its buffers: while it exists nothing else can read a
 /// receive buffer or write any of its buffers, and the buffers outlive the
@@ -73,12 +74,16 @@ impl RequestId {
 /// status once, and this crate remembers it.
 ///
 /// Dropping a finished request frees it. Dropping one that is still running
-/// does not block: the request is left to its scope, which waits for it
-/// before returning (see [`scope`]).
+/// cancels it, as dropping any future does: [`cancel`](Request::cancel),
+/// without blocking. Its scope then waits for the cancelled request to
+/// complete before it returns, so the buffers are never released while the
+/// library may still touch them (see [`scope`](crate::scope())). Keep a
+/// request, and wait for it, for as long as its operation must run.
 ///
 /// `Request` is `Send` and `Sync`: the C API allows `mw_test` and `mw_wait`
 /// on one request from several threads at once and from any thread, and only
 /// `mw_request_free` (made by `Drop`, with exclusive access) must not race.
+#[must_use = "dropping a running request cancels it"]
 pub struct Request<'a> {
     raw: *mut sys::mw_request_t,
     id: u64,
@@ -182,18 +187,14 @@ impl<'a> Request<'a> {
         if status == sys::MW_IN_PROGRESS {
             return None;
         }
-        let detail = if status == sys::MW_OK {
-            String::new()
-        } else {
-            last_error()
-        };
+        let detail = final_detail(status);
         self.shared.mark_reported(self.raw);
         Some(self.result(status, detail))
     }
 
     /// Waits up to `timeout` (`None`: forever) for the request to finish and
     /// returns its result (`mw_wait`). [`Error::Timeout`] means it is still
-    /// running: wait again, or drop it (its scope then waits for it).
+    /// running: wait again, or [`cancel`](Request::cancel) it.
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -228,6 +229,11 @@ impl<'a> Request<'a> {
     /// Sets the request's user data word (`mw_request_set_user_data`),
     /// reported back in [`Completion::user_data`](crate::Completion::user_data).
     ///
+    /// Prefer [`Scope::with_user_data`](crate::Scope::with_user_data), which
+    /// fixes the word at issue time (`mw_submit`): a [`Context::poll`](crate::Context::poll)
+    /// on another thread may report the completion before this call runs,
+    /// with the word the request was issued with.
+    ///
     /// ```no_run
     /// # let ctx = multiworld::Context::from_env()?;
     /// # let world = ctx.create_world("w", 0, 1, None)?;
@@ -244,7 +250,8 @@ impl<'a> Request<'a> {
         unsafe { sys::mw_request_set_user_data(self.raw, user_data) }
     }
 
-    /// The request's user data word (`mw_request_user_data`), 0 unless set.
+    /// The request's user data word (`mw_request_user_data`): the one it
+    /// was issued with, 0 by default.
     ///
     /// ```no_run
     /// # let ctx = multiworld::Context::from_env()?;
@@ -252,13 +259,59 @@ impl<'a> Request<'a> {
     /// multiworld::scope(|s| -> multiworld::Result<()> {
     ///     let req = world.barrier(s)?;
     ///     assert_eq!(req.user_data(), 0);
-    ///     req.wait(None)
+    ///     let tagged = world.barrier(s.with_user_data(9))?;
+    ///     assert_eq!(tagged.user_data(), 9);
+    ///     req.wait(None)?;
+    ///     tagged.wait(None)
     /// })?;
     /// # Ok::<(), multiworld::Error>(())
     /// ```
     pub fn user_data(&self) -> u64 {
         // SAFETY: live request.
         unsafe { sys::mw_request_user_data(self.raw) }
+    }
+
+    /// Cancels the request (`mw_request_cancel`) and returns at once. Its
+    /// result follows promptly through [`wait`](Request::wait),
+    /// [`test`](Request::test), `.await` or [`Context::poll`](crate::Context::poll),
+    /// and the library is done with the buffers once it has:
+    ///
+    /// * a receive that no message matched yet fails with
+    ///   [`Error::Cancelled`], and its world stays usable (UCX worlds);
+    /// * anything that cannot be taken back (data already moving, a
+    ///   collective the other members run too, and on Gloo and NCCL worlds
+    ///   every operation) breaks its world: it fails with
+    ///   [`Error::WorldBroken`], and the other members see the world break.
+    ///
+    /// No effect on a finished request, nor the second time. Dropping a
+    /// running request cancels it too.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// # let ctx = multiworld::Context::from_env()?;
+    /// # let world = ctx.create_world("w", 0, 2, None)?;
+    /// let mut reply = [0u8; 64];
+    /// let got = multiworld::scope(|s| -> multiworld::Result<bool> {
+    ///     let req = world.recv(s, &mut reply, 1)?;
+    ///     match req.wait(Some(Duration::from_secs(1))) {
+    ///         Err(multiworld::Error::Timeout(_)) => {
+    ///             req.cancel()?;
+    ///             let _ = req.wait(None); // Cancelled, or WorldBroken
+    ///             Ok(false)
+    ///         }
+    ///         other => other.map(|()| true),
+    ///     }
+    /// })?;
+    /// # let _ = got;
+    /// # Ok::<(), multiworld::Error>(())
+    /// ```
+    pub fn cancel(&self) -> Result<()> {
+        let status = self.scope.cancel(self.raw);
+        if status == sys::MW_OK {
+            Ok(())
+        } else {
+            Err(Error::last(status))
+        }
     }
 
     /// The raw `mw_request_t` handle, for calls through [`crate::sys`]. It
@@ -296,18 +349,21 @@ impl<'a> Request<'a> {
 
 /// A request is a future of its result. Wakeups come from the context's
 /// completion queue, drained by a thread the context starts on the first
-/// pending poll, so the future runs under any executor (or none: see
-/// [`scope`] for a minimal `block_on`).
+/// pending poll, which sleeps on the library's fd (`mw_context_fd`), so the
+/// future runs under any executor (or none: see [`scope`](crate::scope())
+/// for a minimal `block_on`). `poll` never blocks. Dropping the future
+/// before it is ready cancels the request (see [`Request::cancel`]).
 impl Future for Request<'_> {
     type Output = Result<()>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
         match self.shared.test_or_park(self.raw, cx.waker()) {
             Some((status, detail)) => Poll::Ready(self.result(status, detail)),
-            None => {
-                self.shared.ensure_poller();
-                Poll::Pending
-            }
+            None => match self.shared.ensure_poller() {
+                Ok(()) => Poll::Pending,
+                // Nothing would ever wake this future.
+                Err(e) => Poll::Ready(Err(e)),
+            },
         }
     }
 }
@@ -317,8 +373,10 @@ impl Drop for Request<'_> {
         // SAFETY: live request.
         let status = unsafe { sys::mw_test(self.raw) };
         if status == sys::MW_IN_PROGRESS {
-            // Still running: the scope waits for it and frees it.
-            self.shared.clear_waker(self.raw);
+            // Nobody is left to see its result: take it back. The scope
+            // waits for its completion and frees it.
+            self.scope.cancel(self.raw);
+            self.shared.mark_reported(self.raw);
             return;
         }
         self.scope.untrack(self.raw);
@@ -326,178 +384,4 @@ impl Drop for Request<'_> {
         // SAFETY: finished, untracked and unregistered: nobody else uses it.
         unsafe { sys::mw_request_free(self.raw) }
     }
-}
-
-/// The requests of one scope that have not been freed yet.
-#[derive(Default)]
-pub(crate) struct ScopeInner {
-    pending: Mutex<HashMap<usize, Arc<Shared>>>,
-}
-
-impl ScopeInner {
-    fn track(&self, raw: *mut sys::mw_request_t, shared: &Arc<Shared>) {
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(raw as usize, Arc::clone(shared));
-    }
-
-    fn untrack(&self, raw: *mut sys::mw_request_t) {
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(raw as usize));
-    }
-
-    /// Waits for every request still tracked (dropped while running, or
-    /// leaked with `mem::forget`) and frees it.
-    fn finish(&self) {
-        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        for (key, shared) in pending {
-            let raw = key as *mut sys::mw_request_t;
-            // SAFETY: a tracked request is live; no `Request` handle can use
-            // it any more (they cannot outlive the scope).
-            unsafe { sys::mw_wait(raw, -1) };
-            shared.unregister(raw);
-            // SAFETY: as above; freed exactly once.
-            unsafe { sys::mw_request_free(raw) };
-        }
-    }
-}
-
-/// The region in which requests run; see [`scope`].
-///
-/// `'s` is the lifetime every buffer and world used in the scope must
-/// outlive. The type is invariant in `'s`, so a scope cannot be made to
-/// accept shorter borrows.
-///
-/// ```no_run
-/// # let ctx = multiworld::Context::from_env()?;
-/// # let world = ctx.create_world("w", 0, 1, None)?;
-/// let msg = [1u8, 2, 3];
-/// let sent = multiworld::scope(|s: &multiworld::Scope<'_>| -> multiworld::Result<usize> {
-///     world.send(s, &msg, 0)?.wait(None)?;
-///     Ok(msg.len())
-/// })?;
-/// # let _ = sent;
-/// # Ok::<(), multiworld::Error>(())
-/// ```
-pub struct Scope<'s> {
-    inner: ScopeInner,
-    _invariant: PhantomData<fn(&'s ()) -> &'s ()>,
-}
-
-impl std::fmt::Debug for Scope<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.inner.pending.lock().map(|p| p.len()).unwrap_or(0);
-        f.debug_struct("Scope").field("requests", &n).finish()
-    }
-}
-
-impl<'s> Scope<'s> {
-    pub(crate) fn inner(&self) -> &ScopeInner {
-        &self.inner
-    }
-}
-
-/// Runs `f` with a [`Scope`] in which operations can be issued, and returns
-/// after every request issued in it has finished.
-///
-/// The buffers (and worlds) that requests borrow must outlive the whole
-/// scope, not just the request. That is what makes borrowing sound even
-/// though safe code may leak a `Request` (`mem::forget`) instead of dropping
-/// it: whatever happens to the request handles, `scope` does not return —
-/// nor unwind — until the library is done with every buffer. Requests that
-/// finished and were dropped cost nothing at the end; requests dropped or
-/// leaked while running are waited for there, which blocks until they
-/// complete (on a healthy world a receive nobody sends to never does, so
-/// set [`Config::op_timeout`](crate::Config::op_timeout) if that can happen;
-/// a broken world fails its requests at once).
-///
-/// Both rules are checked by the compiler. A buffer declared inside the
-/// scope does not live long enough:
-///
-/// ```compile_fail,E0597
-/// # let ctx = multiworld::Context::from_env().unwrap();
-/// # let world = ctx.create_world("w", 0, 2, None).unwrap();
-/// multiworld::scope(|s| {
-///     let mut buf = [0u8; 4]; // error: `buf` does not live long enough
-///     let req = world.recv(s, &mut buf, 1).unwrap();
-///     std::mem::forget(req);
-/// });
-/// ```
-///
-/// and a request cannot leave its scope:
-///
-/// ```compile_fail
-/// # let ctx = multiworld::Context::from_env().unwrap();
-/// # let world = ctx.create_world("w", 0, 2, None).unwrap();
-/// let mut buf = [0u8; 4];
-/// let req = multiworld::scope(|s| world.recv(s, &mut buf, 1).unwrap()); // error
-/// ```
-///
-/// The price is that a buffer stays borrowed until the end of its scope,
-/// even after its request finished: read results after the scope (a scope
-/// is cheap; use one per step of a loop).
-///
-/// Requests are futures, so a scope can also hold many of them and let an
-/// executor drive them. This example uses a minimal `block_on`, as no
-/// executor is needed:
-///
-/// ```no_run
-/// use std::future::Future;
-/// use std::sync::Arc;
-/// use std::task::{Context, Poll, Wake, Waker};
-///
-/// struct Unpark(std::thread::Thread);
-/// impl Wake for Unpark {
-///     fn wake(self: Arc<Self>) {
-///         self.0.unpark();
-///     }
-/// }
-/// fn block_on<F: Future>(fut: F) -> F::Output {
-///     let mut fut = Box::pin(fut);
-///     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-///     let mut cx = Context::from_waker(&waker);
-///     loop {
-///         if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
-///             return out;
-///         }
-///         std::thread::park();
-///     }
-/// }
-///
-/// # fn main() -> multiworld::Result<()> {
-/// let ctx = multiworld::Context::from_env()?;
-/// let world = ctx.create_world("pair", 0, 2, None)?;
-/// let question = [1.0f32, 2.0, 3.0];
-/// let mut answer = [0.0f32; 3];
-/// multiworld::scope(|s| {
-///     let sent = world.send(s, &question, 1)?;
-///     let received = world.recv(s, &mut answer, 1)?;
-///     block_on(async {
-///         sent.await?;
-///         received.await
-///     })
-/// })?;
-/// println!("{:?}", answer); // the buffers are free again after the scope
-/// # Ok(())
-/// # }
-/// ```
-pub fn scope<'s, F, R>(f: F) -> R
-where
-    F: FnOnce(&Scope<'s>) -> R,
-{
-    struct Finish<'x>(&'x ScopeInner);
-    impl Drop for Finish<'_> {
-        fn drop(&mut self) {
-            self.0.finish();
-        }
-    }
-    let scope = Scope {
-        inner: ScopeInner::default(),
-        _invariant: PhantomData,
-    };
-    let _finish = Finish(&scope.inner);
-    f(&scope)
 }

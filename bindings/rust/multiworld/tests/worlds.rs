@@ -1,100 +1,19 @@
-//! Integration tests against a real redis-server (`MW_REDIS_URL`, see
-//! `tests/with_redis.sh`) with real worker processes.
-//!
-//! A multi-process test runs its body on every rank: rank 0 in the test
-//! itself, the other ranks in copies of this test binary started with
-//! `MW_RS_WORKER=<test>:<world>:<rank>:<size>`, which run only the
-//! `worker_process` test below.
-use std::env;
+//! Integration tests of the host backends against a real redis-server
+//! with real worker processes (see `common/mod.rs`). Every multi-process
+//! test runs on Gloo, and on UCX where it is usable.
+mod common;
+
 use std::fmt::Debug;
-use std::future::Future;
-use std::pin::Pin;
-use std::process::{Child, Command};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use multiworld::{
-    scope, Backend, Config, Context, Dtype, Element, Error, Event, LogLevel, ReduceOp, World,
-    WorldState, BF16, F16,
+use common::{
+    block_on, context, host_backends, join_all, poll_once, spmd, unique, worker_main, Body,
+    Workers, FORM_TIMEOUT,
 };
-
-const WORKER_ENV: &str = "MW_RS_WORKER";
-const FORM_TIMEOUT: Option<Duration> = Some(Duration::from_secs(30));
-
-// ---- harness ---------------------------------------------------------------
-
-fn context() -> Context {
-    assert!(
-        env::var_os("MW_REDIS_URL").is_some(),
-        "MW_REDIS_URL is not set: run the tests through tests/with_redis.sh"
-    );
-    Config::new()
-        .namespace("mw-rs-test")
-        // Generous, so a loaded CI machine does not break worlds; a killed
-        // peer is noticed at once through its closed sockets anyway.
-        .heartbeat_interval(Duration::from_millis(100))
-        .heartbeat_timeout(Duration::from_secs(3))
-        .log_level(LogLevel::Error)
-        .connect()
-        .expect("context")
-}
-
-fn unique(test: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "rs.{}.{}.{}",
-        test,
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// Kills the worker processes unless they were waited for.
-struct Workers(Vec<Child>);
-
-impl Workers {
-    fn spawn(test: &str, world: &str, ranks: std::ops::Range<usize>, size: usize) -> Workers {
-        let exe = env::current_exe().expect("current_exe");
-        Workers(
-            ranks
-                .map(|rank| {
-                    Command::new(&exe)
-                        .args(["worker_process", "--exact", "--nocapture", "--quiet"])
-                        .env(WORKER_ENV, format!("{}:{}:{}:{}", test, world, rank, size))
-                        .spawn()
-                        .expect("spawn worker")
-                })
-                .collect(),
-        )
-    }
-
-    fn kill(&mut self, i: usize) {
-        let _ = self.0[i].kill();
-        let _ = self.0[i].wait();
-    }
-
-    fn join(mut self) {
-        for (i, child) in self.0.iter_mut().enumerate() {
-            let status = child.wait().expect("wait worker");
-            assert!(status.success(), "worker {} failed: {}", i + 1, status);
-        }
-        self.0.clear();
-    }
-}
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-type Body = fn(&World<'_>);
+use multiworld::{
+    scope, Backend, Config, Dtype, Element, Error, Event, ReduceOp, World, WorldState, BF16, F16,
+};
 
 fn body_for(test: &str) -> Body {
     match test {
@@ -107,97 +26,18 @@ fn body_for(test: &str) -> Body {
     }
 }
 
-/// Runs `test`'s body on `size` ranks: rank 0 here, the others in workers.
-fn spmd(test: &str, size: usize) {
-    let name = unique(test);
-    let workers = Workers::spawn(test, &name, 1..size, size);
-    let ctx = context();
-    let world = ctx
-        .create_world(&name, 0, size, FORM_TIMEOUT)
-        .expect("create world");
-    assert_eq!(
-        (world.rank(), world.size(), world.name()),
-        (0, size, name.as_str())
-    );
-    body_for(test)(&world);
-    drop(world);
-    workers.join();
-}
-
 /// The entry point of worker processes; does nothing in a normal test run.
 #[test]
 fn worker_process() {
-    let spec = match env::var(WORKER_ENV) {
-        Ok(spec) => spec,
-        Err(_) => return,
-    };
-    let parts: Vec<&str> = spec.split(':').collect();
-    let (test, name) = (parts[0], parts[1]);
-    let rank: usize = parts[2].parse().unwrap();
-    let size: usize = parts[3].parse().unwrap();
-    let ctx = context();
-    let world = ctx
-        .create_world(name, rank, size, FORM_TIMEOUT)
-        .expect("worker: create world");
-    body_for(test)(&world);
+    worker_main(body_for);
 }
 
-// ---- a minimal executor: the futures need none in particular ---------------
-
-struct Unpark(thread::Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
+/// Runs `test` on `size` ranks of every host backend.
+fn on_host_backends(test: &str, size: usize) {
+    for backend in host_backends(test) {
+        println!("{} on {:?}", test, backend);
+        spmd(test, size, backend, body_for);
     }
-}
-
-fn block_on<F: Future>(fut: F) -> F::Output {
-    let mut fut = Box::pin(fut);
-    let waker = Waker::from(Arc::new(Unpark(thread::current())));
-    let mut cx = TaskContext::from_waker(&waker);
-    loop {
-        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
-            return out;
-        }
-        thread::park();
-    }
-}
-
-/// Polls every future until all are ready; results in order.
-fn join_all<F: Future + Unpin>(futs: Vec<F>) -> Vec<F::Output>
-where
-    F::Output: Unpin,
-{
-    struct JoinAll<F: Future> {
-        futs: Vec<F>,
-        out: Vec<Option<F::Output>>,
-    }
-    impl<F: Future + Unpin> Future for JoinAll<F>
-    where
-        F::Output: Unpin,
-    {
-        type Output = Vec<F::Output>;
-        fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
-            let this = &mut *self;
-            let mut pending = false;
-            for (f, out) in this.futs.iter_mut().zip(this.out.iter_mut()) {
-                if out.is_none() {
-                    match Pin::new(f).poll(cx) {
-                        Poll::Ready(v) => *out = Some(v),
-                        Poll::Pending => pending = true,
-                    }
-                }
-            }
-            if pending {
-                Poll::Pending
-            } else {
-                Poll::Ready(this.out.iter_mut().map(|o| o.take().unwrap()).collect())
-            }
-        }
-    }
-    let out = futs.iter().map(|_| None).collect();
-    block_on(JoinAll { futs, out })
 }
 
 // ---- values of every element type ------------------------------------------
@@ -310,7 +150,7 @@ fn p2p_body(world: &World<'_>) {
 
 #[test]
 fn p2p_every_dtype_futures_and_size_mismatch() {
-    spmd("p2p", 2);
+    on_host_backends("p2p", 2);
 }
 
 // ---- collectives ------------------------------------------------------------
@@ -493,8 +333,16 @@ fn collectives_body(world: &World<'_>) {
         let mut ids = Vec::new();
         let mut reqs = Vec::new();
         for (k, (i, o)) in inputs.iter().zip(outputs.iter_mut()).enumerate() {
-            let req = world.allreduce(s, i, o, ReduceOp::Sum).unwrap();
-            req.set_user_data(100 + k as u64);
+            let req = if k % 2 == 0 {
+                world
+                    .allreduce(s.with_user_data(100 + k as u64), i, o, ReduceOp::Sum)
+                    .unwrap()
+            } else {
+                // The older way, racing a poll on another thread (none here).
+                let req = world.allreduce(s, i, o, ReduceOp::Sum).unwrap();
+                req.set_user_data(100 + k as u64);
+                req
+            };
             assert_eq!(req.user_data(), 100 + k as u64);
             ids.push(req.id());
             reqs.push(req);
@@ -528,7 +376,7 @@ fn collectives_body(world: &World<'_>) {
 
 #[test]
 fn every_collective_every_dtype_three_processes() {
-    spmd("collectives", 3);
+    on_host_backends("collectives", 3);
 }
 
 // ---- 16-bit floats ------------------------------------------------------------
@@ -596,7 +444,7 @@ fn f16_body(world: &World<'_>) {
 
 #[test]
 fn f16_and_bf16_bits_round_trip() {
-    spmd("f16", 2);
+    on_host_backends("f16", 2);
 }
 
 // ---- faults -------------------------------------------------------------------
@@ -615,28 +463,26 @@ fn victim_body(_world: &World<'_>) {
     thread::sleep(Duration::from_secs(120));
 }
 
-#[test]
-fn broken_world_fails_a_pending_future_and_spares_other_worlds() {
+fn broken_world_on(backend: Backend) {
     let healthy = unique("healthy");
     let doomed = unique("doomed");
-    let mut peer = Workers::spawn("peer", &healthy, 1..2, 2);
-    let mut victim = Workers::spawn("victim", &doomed, 1..2, 2);
+    let mut peer = Workers::spawn("peer", &healthy, 1..2, 2, backend);
+    let mut victim = Workers::spawn("victim", &doomed, 1..2, 2, backend);
     let ctx = context();
-    let w_ok = ctx.create_world(&healthy, 0, 2, FORM_TIMEOUT).unwrap();
-    let w_bad = ctx.create_world(&doomed, 0, 2, FORM_TIMEOUT).unwrap();
+    let w_ok = ctx
+        .create_world_with(&healthy, 0, 2, backend, 0, FORM_TIMEOUT)
+        .unwrap();
+    let w_bad = ctx
+        .create_world_with(&doomed, 0, 2, backend, 0, FORM_TIMEOUT)
+        .unwrap();
     assert!(w_bad.epoch() >= 1);
 
     let mut buf = [0u8; 16];
     let started = Instant::now();
     let result = scope(|s| {
-        let pending = w_bad.recv(s, &mut buf, 1).unwrap();
-        let mut pending = Box::pin(pending);
+        let mut pending = w_bad.recv(s, &mut buf, 1).unwrap();
         // Polled once while pending: registers the waker, starts the poller.
-        let waker = Waker::from(Arc::new(Unpark(thread::current())));
-        assert!(pending
-            .as_mut()
-            .poll(&mut TaskContext::from_waker(&waker))
-            .is_pending());
+        assert!(poll_once(&mut pending).is_pending());
         victim.kill(0);
         block_on(pending)
     });
@@ -683,6 +529,14 @@ fn broken_world_fails_a_pending_future_and_spares_other_worlds() {
         .wait()
         .map(|s| assert!(s.success()))
         .unwrap();
+}
+
+#[test]
+fn broken_world_fails_a_pending_future_and_spares_other_worlds() {
+    for backend in host_backends("broken_world") {
+        println!("broken world on {:?}", backend);
+        broken_world_on(backend);
+    }
 }
 
 // ---- resources ---------------------------------------------------------------
@@ -764,33 +618,6 @@ fn drop_frees_everything_200_worlds() {
     assert!(open_fds() <= fds0 + 20, "fds {} -> {}", fds0, open_fds());
 }
 
-#[test]
-fn scope_waits_for_dropped_and_leaked_requests() {
-    let ctx = context();
-    let w = ctx
-        .create_world(&unique("scope"), 0, 1, FORM_TIMEOUT)
-        .unwrap();
-    let (mut a, mut b) = ([0u32; 4], [0u32; 4]);
-    let (x, y) = ([7u32; 4], [8u32; 4]);
-    scope(|s| {
-        let ra = w.recv(s, &mut a, 0).unwrap();
-        let rb = w.recv(s, &mut b, 0).unwrap();
-        assert!(ra.test().is_none());
-        assert!(matches!(
-            ra.wait(Some(Duration::from_millis(20))),
-            Err(Error::Timeout(_))
-        ));
-        drop(ra); // still running: the scope takes it over
-        std::mem::forget(rb); // leaked: the scope still waits for it
-        let sa = w.send(s, &x, 0).unwrap();
-        let sb = w.send(s, &y, 0).unwrap();
-        drop(sa);
-        drop(sb);
-    });
-    // The scope returned only after both receives completed.
-    assert_eq!((a, b), (x, y));
-}
-
 // ---- configuration and errors ------------------------------------------------
 
 #[test]
@@ -799,6 +626,9 @@ fn errors_and_library_info() {
     assert_eq!(multiworld::version_string(), "0.1.0");
     assert_eq!(multiworld::status_string(-5), "MW_ERR_WORLD_BROKEN");
     assert!(multiworld::backend_available(Backend::Gloo));
+    assert!(
+        Backend::preferred_host() == Backend::Ucx || !multiworld::backend_available(Backend::Ucx)
+    );
 
     let err = Config::new().set("no_such_key", "1").connect().unwrap_err();
     assert!(
@@ -833,6 +663,16 @@ fn errors_and_library_info() {
             .create_world_with("gpu", 0, 1, Backend::Nccl, 0, FORM_TIMEOUT)
             .unwrap_err();
         assert!(matches!(err, Error::Unsupported(_)), "{:?}", err);
+    }
+    if !multiworld::backend_available(Backend::Ucx) {
+        let err = ctx
+            .create_world_with("ucx", 0, 1, Backend::Ucx, 0, FORM_TIMEOUT)
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::Unsupported(_) | Error::InvalidArgument(_)),
+            "{:?}",
+            err
+        );
     }
     let err = ctx
         .create_world(&unique("late"), 0, 2, Some(Duration::from_millis(300)))

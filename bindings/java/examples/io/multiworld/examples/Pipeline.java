@@ -1,5 +1,6 @@
 package io.multiworld.examples;
 
+import io.multiworld.Backend;
 import io.multiworld.Buffers;
 import io.multiworld.Context;
 import io.multiworld.DataType;
@@ -34,13 +35,16 @@ import java.util.concurrent.TimeUnit;
  *   Pipeline frontend PREFIX N       a frontend serving N requests (run the workers yourself)
  *   Pipeline worker PREFIX I         worker I (1 or 2)
  * </pre>
- * Redis comes from {@code MW_REDIS_URL} (default redis://127.0.0.1:6379). Run with only
+ * The worlds use UCX where the library has it, else Gloo ({@link Backend#host()}). Redis comes
+ * from {@code MW_REDIS_URL} (default redis://127.0.0.1:6379). Run with only
  * {@code java -cp multiworld-examples.jar:multiworld.jar -Djava.library.path=DIR}.
  */
 public final class Pipeline {
   static final int WIDTH = 256;  // floats per request
   static final int BYTES = 4 + 4 * WIDTH;  // int id, then the payload
   static final Duration FORM_TIMEOUT = Duration.ofSeconds(60);
+  /** UCX where available (shared memory on one host, TCP or RDMA across hosts), else Gloo. */
+  static final Backend BACKEND = Backend.host();
 
   private Pipeline() {}
 
@@ -70,8 +74,8 @@ public final class Pipeline {
   static int worker(String prefix, int index) {
     String tag = "worker " + index + " (pid " + ProcessHandle.current().pid() + ")";
     try (Context ctx = new Context();
-         World world = ctx.createWorld(prefix + "-w" + index, 1, 2, FORM_TIMEOUT)) {
-      System.out.println(tag + ": joined " + world.name() + " epoch " + world.epoch());
+         World world = ctx.createWorld(prefix + "-w" + index, 1, 2, BACKEND, 0, FORM_TIMEOUT)) {
+      System.out.println(tag + ": joined " + world.name() + " epoch " + world.epoch() + " on " + BACKEND);
       ByteBuffer in = Buffers.allocate(BYTES, DataType.UINT8);  // direct: zero-copy
       ByteBuffer out = Buffers.allocate(BYTES, DataType.UINT8);
       FloatBuffer x = in.duplicate().position(4).slice().order(in.order()).asFloatBuffer();
@@ -136,7 +140,7 @@ public final class Pipeline {
       Thread t = new Thread(() -> {
         while (!closing) {
           try {
-            World w = ctx.createWorld(prefix + "-w" + slot.index, 0, 2, Duration.ofSeconds(2));
+            World w = ctx.createWorld(prefix + "-w" + slot.index, 0, 2, BACKEND, 0, Duration.ofSeconds(2));
             System.out.println("frontend: worker " + slot.index + " admitted (epoch " + w.epoch() + ")");
             slot.world = w;
             return;

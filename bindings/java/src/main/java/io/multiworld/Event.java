@@ -1,7 +1,7 @@
 package io.multiworld;
 
 /**
- * A world state change or a store outage, as {@code mw_next_event} reports them, in the order they
+ * A world state change, a data path change or a store outage, as {@code mw_next_event} reports them, in the order they
  * happened. Delivered to {@link EventListener}s and to {@link Context#events()}.
  */
 public final class Event {
@@ -13,6 +13,10 @@ public final class Event {
     STORE_DOWN,
     /** Redis is reachable again. */
     STORE_UP,
+    /** A data path to {@link #peerRank()} of {@link #world()} failed; the world lives on. */
+    PATH_DOWN,
+    /** That path carries traffic again. */
+    PATH_UP,
     /** A type this binding does not know. */
     UNKNOWN
   }
@@ -64,6 +68,6 @@ public final class Event {
   @Override
   public String toString() {
     return type + (worldName.isEmpty() ? "" : " world '" + worldName + "'")
-        + (type == Type.WORLD_BROKEN ? " peer " + peerRank : "") + " " + reason() + ": " + detail;
+        + (peerRank >= 0 ? " peer " + peerRank : "") + " " + reason() + ": " + detail;
   }
 }

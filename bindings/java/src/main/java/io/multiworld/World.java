@@ -1,6 +1,9 @@
 package io.multiworld;
 
+import static io.multiworld.WorldIssuer.bytes;
+
 import io.multiworld.swig.Multiworld;
+import io.multiworld.swig.mw_op_kind_t;
 import io.multiworld.swig.mw_status_t;
 import io.multiworld.swig.mw_world_state_t;
 import java.nio.Buffer;
@@ -24,49 +27,56 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * from the send). Operations of one world run in issue order; collectives must be issued in the
  * same order on every member. Counts are in elements of the {@link DataType}, as in the C API.
  *
- * <p><b>Buffers.</b> Direct buffers are zero-copy and off-heap: the library reads and writes their
- * memory, from the buffer's position, while the operation runs; heap buffers and arrays are copied
- * (see {@link Buffers}). Do not modify a buffer until its future completed. The binding keeps
- * every buffer of an operation reachable until the library reports the operation finished, even
- * if the future was cancelled or completed by someone else meanwhile: cancelling a future does not
- * stop the operation, it only stops waiting for it.
+ * <p><b>Memory.</b> Host worlds ({@link Backend#UCX}, {@link Backend#GLOO}) take
+ * {@link java.nio.Buffer}s and arrays: direct buffers are zero-copy and off-heap, the library
+ * reads and writes their memory, from the buffer's position, while the operation runs; heap
+ * buffers and arrays are copied (see {@link Buffers}). NCCL worlds take {@link DeviceBuffer}s of
+ * the world's {@link #device()}; a completed future means the result is on the device, ready for
+ * any later CUDA work (see {@link DeviceBuffer}). Handing host memory to an NCCL world, or device
+ * memory to a host world, throws {@link IllegalArgumentException} saying so. Do not modify a
+ * buffer until its future completed. The binding keeps every buffer of an operation reachable
+ * (and a {@link DeviceBuffer}'s allocation alive) until the library reports the operation
+ * finished, even if the future was cancelled or completed by someone else meanwhile.
+ *
+ * <p><b>Cancel.</b> {@code cancel()} on the future an operation returned stops the operation
+ * ({@code mw_request_cancel}): a receive that no message matched yet is taken back and the world
+ * stays usable (on UCX worlds); anything else (any operation already moving data, every
+ * collective, and on Gloo and NCCL worlds every operation) breaks the world, which the other
+ * members then hear. Either way nothing is written to the caller's array or heap buffer once
+ * {@code cancel()} returned true; a direct or device buffer may still be written until
+ * {@link #released(CompletableFuture)} completes. Cancelling a dependent stage
+ * ({@code thenApply(...)}) does not cancel the operation.
  *
  * <p>Programming errors are thrown at once: a buffer too small for the count
  * ({@link IllegalArgumentException}), a null buffer that is needed ({@link NullPointerException}),
- * a read-only buffer to write into, an operation on a closed world ({@link IllegalStateException}).
+ * a read-only buffer to write into, an operation on a closed world or with a closed
+ * {@link DeviceBuffer} ({@link IllegalStateException}).
  *
  * <p>Thread safety: any method from any thread. {@link #close()} waits for operations being
  * issued on other threads.
  */
 public final class World implements AutoCloseable {
-  @FunctionalInterface
-  private interface Issue {
-    int call(long world, long[] request);
-  }
-
-  @FunctionalInterface
-  private interface TwoBufferIssue {
-    int call(long world, Buffer send, Buffer recv, long[] request);
-  }
-
   private final Context context;
   private volatile long handle;
   private final String name;
   private final int rank;
   private final int size;
   private final Backend backend;
+  private final int device;
   private final long epoch;
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
-  /** Set by the poller from the WORLD_BROKEN event. */
-  volatile Context.BreakInfo breakInfo;
+  private final WorldIssuer issuer = new WorldIssuer(this);
+  /** Who broke this world, from its WORLD_BROKEN event. */
+  final BreakNotice notice = new BreakNotice(this);
 
-  World(Context context, long handle, String name, int rank, int size, Backend backend, long epoch) {
+  World(Context context, long handle, String name, int rank, int size, Backend backend, int device, long epoch) {
     this.context = context;
     this.handle = handle;
     this.name = name;
     this.rank = rank;
     this.size = size;
     this.backend = backend;
+    this.device = device;
     this.epoch = epoch;
   }
 
@@ -89,6 +99,11 @@ public final class World implements AutoCloseable {
 
   public Backend backend() {
     return backend;
+  }
+
+  /** The CUDA device of an NCCL world (its operations take {@link DeviceBuffer}s of it). */
+  public int device() {
+    return device;
   }
 
   /** The incarnation number of this world's name (>= 1); each creation is a new one. */
@@ -114,8 +129,7 @@ public final class World implements AutoCloseable {
 
   /** The member blamed for the break, once this process heard of it; -1 otherwise. */
   public int brokenPeer() {
-    Context.BreakInfo info = breakInfo;
-    return info == null ? -1 : info.peerRank;
+    return notice.peerRank();
   }
 
   /**
@@ -135,6 +149,7 @@ public final class World implements AutoCloseable {
         int st = Multiworld.mw_world_destroy(h);
         String detail = st == mw_status_t.MW_OK ? null : Multiworld.mw_last_error();
         context.unregister(h, this);
+        notice.closed();
         if (st != mw_status_t.MW_OK) throw MultiWorldException.of(st, detail);
       } finally {
         lock.writeLock().unlock();
@@ -142,6 +157,15 @@ public final class World implements AutoCloseable {
     } finally {
       context.lifecycle.readLock().unlock();
     }
+  }
+
+  /** The native handle, 0 once closed; read it under {@link #lock}'s read lock. */
+  long handle() {
+    return handle;
+  }
+
+  ReentrantReadWriteLock lock() {
+    return lock;
   }
 
   /** The context freed this world (mw_context_free). */
@@ -152,20 +176,21 @@ public final class World implements AutoCloseable {
     } finally {
       lock.writeLock().unlock();
     }
+    notice.closed();
   }
 
   @Override
   public String toString() {
     return "World['" + name + "' epoch " + epoch + ", rank " + rank + "/" + size + ", "
-        + (handle == 0 ? "closed" : breakInfo != null ? "broken" : "open") + "]";
+        + backend + (handle == 0 ? ", closed" : notice.peerRank() >= 0 ? ", broken" : "") + "]";
   }
 
-  // ---- point to point ---------------------------------------------------------
+  // ---- point to point, host memory ---------------------------------------------
 
   /** Sends {@code count} elements from {@code buf} (from its position) to rank {@code dst}. */
   public CompletableFuture<Void> send(Buffer buf, long count, DataType type, int dst) {
-    NativeBuffer b = NativeBuffer.of(buf, bytes(count, type, 1), true, false, "send buffer");
-    return issue((w, r) -> Multiworld.mw_send_async(w, b.address, count, type.code(), dst, r), b, b);
+    NativeBuffer b = issuer.host(buf, bytes(count, type, 1), true, false, "send buffer");
+    return issuer.submitHost(mw_op_kind_t.MW_OP_SEND, b, NativeBuffer.NONE, count, type, null, dst);
   }
 
   /**
@@ -174,66 +199,132 @@ public final class World implements AutoCloseable {
    * (the world stays usable).
    */
   public CompletableFuture<Void> recv(Buffer buf, long count, DataType type, int src) {
-    NativeBuffer b = NativeBuffer.of(buf, bytes(count, type, 1), false, true, "recv buffer");
-    return issue((w, r) -> Multiworld.mw_recv_async(w, b.address, count, type.code(), src, r), b, b);
+    NativeBuffer b = issuer.host(buf, bytes(count, type, 1), false, true, "recv buffer");
+    return issuer.submitHost(mw_op_kind_t.MW_OP_RECV, NativeBuffer.NONE, b, count, type, null, src);
   }
 
-  // ---- collectives ---------------------------------------------------------------
+  // ---- collectives, host memory ----------------------------------------------------
 
   /** {@code count} elements of root's {@code buf} into everyone's {@code buf}. */
   public CompletableFuture<Void> broadcast(Buffer buf, long count, DataType type, int root) {
-    NativeBuffer b = NativeBuffer.of(buf, bytes(count, type, 1), rank == root, rank != root, "broadcast buffer");
-    return issue((w, r) -> Multiworld.mw_broadcast_async(w, b.address, count, type.code(), root, r), b, b);
+    NativeBuffer b = issuer.host(buf, bytes(count, type, 1), rank == root, rank != root, "broadcast buffer");
+    return issuer.submitHost(mw_op_kind_t.MW_OP_BROADCAST, NativeBuffer.NONE, b, count, type, null, root);
   }
 
   /** Reduces {@code count} elements of every member's {@code send} into everyone's {@code recv}. In place when they are the same object. */
   public CompletableFuture<Void> allreduce(Buffer send, Buffer recv, long count, DataType type, ReduceOp op) {
     Objects.requireNonNull(op, "op");
-    return twoBuffers("allreduce", send, recv, count, type, 1, 1, false,
-        (w, s, d, r) -> Multiworld.mw_allreduce_async(w, s, d, count, type.code(), op.code(), r));
+    return issuer.twoHost(mw_op_kind_t.MW_OP_ALLREDUCE, "allreduce", send, recv, count, type, 1, 1, false, op, -1);
   }
 
   /** Like {@link #allreduce} with the result in root's {@code recv} only; {@code recv} may be null elsewhere. */
   public CompletableFuture<Void> reduce(Buffer send, Buffer recv, long count, DataType type, ReduceOp op, int root) {
     Objects.requireNonNull(op, "op");
-    return twoBuffers("reduce", send, recv, count, type, 1, rank == root ? 1 : 0, false,
-        (w, s, d, r) -> Multiworld.mw_reduce_async(w, s, d, count, type.code(), op.code(), root, r));
+    return issuer.twoHost(mw_op_kind_t.MW_OP_REDUCE, "reduce", send, recv, count, type, 1, rank == root ? 1 : 0, false, op, root);
   }
 
   /** Everyone's {@code sendCount} elements into everyone's {@code recv}, rank-major ({@code size * sendCount} elements). */
   public CompletableFuture<Void> allgather(Buffer send, Buffer recv, long sendCount, DataType type) {
-    return twoBuffers("allgather", send, recv, sendCount, type, 1, size, true,
-        (w, s, d, r) -> Multiworld.mw_allgather_async(w, s, d, sendCount, type.code(), r));
+    return issuer.twoHost(mw_op_kind_t.MW_OP_ALLGATHER, "allgather", send, recv, sendCount, type, 1, size, true, null, -1);
   }
 
   /** Like {@link #allgather} into root's {@code recv} only; {@code recv} may be null elsewhere. */
   public CompletableFuture<Void> gather(Buffer send, Buffer recv, long sendCount, DataType type, int root) {
-    return twoBuffers("gather", send, recv, sendCount, type, 1, rank == root ? size : 0, true,
-        (w, s, d, r) -> Multiworld.mw_gather_async(w, s, d, sendCount, type.code(), root, r));
+    return issuer.twoHost(mw_op_kind_t.MW_OP_GATHER, "gather", send, recv, sendCount, type, 1, rank == root ? size : 0, true, null, root);
   }
 
   /** Block j of root's {@code send} ({@code size * recvCount} elements) to rank j's {@code recv}; {@code send} may be null off root. */
   public CompletableFuture<Void> scatter(Buffer send, Buffer recv, long recvCount, DataType type, int root) {
-    return twoBuffers("scatter", send, recv, recvCount, type, rank == root ? size : 0, 1, false,
-        (w, s, d, r) -> Multiworld.mw_scatter_async(w, s, d, recvCount, type.code(), root, r));
+    return issuer.twoHost(mw_op_kind_t.MW_OP_SCATTER, "scatter", send, recv, recvCount, type, rank == root ? size : 0, 1, false, null, root);
   }
 
   /** Reduces everyone's {@code send} ({@code size * recvCount} elements); this rank gets block {@code rank} in {@code recv}. */
   public CompletableFuture<Void> reduceScatter(Buffer send, Buffer recv, long recvCount, DataType type, ReduceOp op) {
     Objects.requireNonNull(op, "op");
-    return twoBuffers("reduce_scatter", send, recv, recvCount, type, size, 1, false,
-        (w, s, d, r) -> Multiworld.mw_reduce_scatter_async(w, s, d, recvCount, type.code(), op.code(), r));
+    return issuer.twoHost(mw_op_kind_t.MW_OP_REDUCE_SCATTER, "reduce_scatter", send, recv, recvCount, type, size, 1, false, op, -1);
   }
 
   /** Block j of {@code send} goes to rank j; both hold {@code size * count} elements. */
   public CompletableFuture<Void> alltoall(Buffer send, Buffer recv, long count, DataType type) {
-    return twoBuffers("alltoall", send, recv, count, type, size, size, false,
-        (w, s, d, r) -> Multiworld.mw_alltoall_async(w, s, d, count, type.code(), r));
+    return issuer.twoHost(mw_op_kind_t.MW_OP_ALLTOALL, "alltoall", send, recv, count, type, size, size, false, null, -1);
   }
 
-  /** Completes once every member reached it. */
+  /** Completes once every member reached it. Any backend. */
   public CompletableFuture<Void> barrier() {
-    return issue(Multiworld::mw_barrier_async, NativeBuffer.NONE, NativeBuffer.NONE);
+    return issuer.submitHost(mw_op_kind_t.MW_OP_BARRIER, NativeBuffer.NONE, NativeBuffer.NONE, 0, DataType.UINT8, null, -1);
+  }
+
+  // ---- device memory (NCCL worlds): the same operations on DeviceBuffers ---------------------
+
+  /** {@link #send(Buffer, long, DataType, int)} from device memory. */
+  public CompletableFuture<Void> send(DeviceBuffer buf, long count, DataType type, int dst) {
+    DeviceBuffer b = issuer.onDevice(buf, bytes(count, type, 1), "send buffer");
+    return issuer.submitDevice(mw_op_kind_t.MW_OP_SEND, b, null, count, type, null, dst);
+  }
+
+  /** {@link #recv(Buffer, long, DataType, int)} into device memory. */
+  public CompletableFuture<Void> recv(DeviceBuffer buf, long count, DataType type, int src) {
+    DeviceBuffer b = issuer.onDevice(buf, bytes(count, type, 1), "recv buffer");
+    return issuer.submitDevice(mw_op_kind_t.MW_OP_RECV, null, b, count, type, null, src);
+  }
+
+  /** {@link #broadcast(Buffer, long, DataType, int)} in device memory. */
+  public CompletableFuture<Void> broadcast(DeviceBuffer buf, long count, DataType type, int root) {
+    DeviceBuffer b = issuer.onDevice(buf, bytes(count, type, 1), "broadcast buffer");
+    return issuer.submitDevice(mw_op_kind_t.MW_OP_BROADCAST, null, b, count, type, null, root);
+  }
+
+  /** {@link #allreduce(Buffer, Buffer, long, DataType, ReduceOp)} in device memory. */
+  public CompletableFuture<Void> allreduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op) {
+    Objects.requireNonNull(op, "op");
+    return issuer.twoDevice(mw_op_kind_t.MW_OP_ALLREDUCE, "allreduce", send, recv, count, type, 1, 1, false, op, -1);
+  }
+
+  /** {@link #reduce(Buffer, Buffer, long, DataType, ReduceOp, int)} in device memory. */
+  public CompletableFuture<Void> reduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op, int root) {
+    Objects.requireNonNull(op, "op");
+    return issuer.twoDevice(mw_op_kind_t.MW_OP_REDUCE, "reduce", send, recv, count, type, 1, rank == root ? 1 : 0, false, op, root);
+  }
+
+  /** {@link #allgather(Buffer, Buffer, long, DataType)} in device memory. */
+  public CompletableFuture<Void> allgather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type) {
+    return issuer.twoDevice(mw_op_kind_t.MW_OP_ALLGATHER, "allgather", send, recv, sendCount, type, 1, size, true, null, -1);
+  }
+
+  /** {@link #gather(Buffer, Buffer, long, DataType, int)} in device memory. */
+  public CompletableFuture<Void> gather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type, int root) {
+    return issuer.twoDevice(mw_op_kind_t.MW_OP_GATHER, "gather", send, recv, sendCount, type, 1, rank == root ? size : 0, true, null, root);
+  }
+
+  /** {@link #scatter(Buffer, Buffer, long, DataType, int)} in device memory. */
+  public CompletableFuture<Void> scatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type, int root) {
+    return issuer.twoDevice(mw_op_kind_t.MW_OP_SCATTER, "scatter", send, recv, recvCount, type, rank == root ? size : 0, 1, false, null, root);
+  }
+
+  /** {@link #reduceScatter(Buffer, Buffer, long, DataType, ReduceOp)} in device memory. */
+  public CompletableFuture<Void> reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type, ReduceOp op) {
+    Objects.requireNonNull(op, "op");
+    return issuer.twoDevice(mw_op_kind_t.MW_OP_REDUCE_SCATTER, "reduce_scatter", send, recv, recvCount, type, size, 1, false, op, -1);
+  }
+
+  /** {@link #alltoall(Buffer, Buffer, long, DataType)} in device memory. */
+  public CompletableFuture<Void> alltoall(DeviceBuffer send, DeviceBuffer recv, long count, DataType type) {
+    return issuer.twoDevice(mw_op_kind_t.MW_OP_ALLTOALL, "alltoall", send, recv, count, type, size, size, false, null, -1);
+  }
+
+  /**
+   * Completes once the library no longer uses the buffers of the operation whose future is
+   * {@code operation}: when the operation finished, failed, or, after {@code cancel()}, once the
+   * library took it back. Until then a cancelled operation may still write into a direct buffer
+   * or device buffer; reuse those only after this.
+   *
+   * @throws IllegalArgumentException when {@code operation} is not a future an operation returned
+   */
+  public static CompletableFuture<Void> released(CompletableFuture<?> operation) {
+    if (!(operation instanceof Operation)) {
+      throw new IllegalArgumentException("not the future of a World operation: " + operation);
+    }
+    return ((Operation) operation).released.copy();
   }
 
   // ---- heap arrays: copied, count and type from the array ---------------------------------
@@ -324,50 +415,29 @@ public final class World implements AutoCloseable {
 
   // ---- plumbing ----------------------------------------------------------------------
 
-  private static long bytes(long count, DataType type, long blocks) {
-    Objects.requireNonNull(type, "type");
-    if (count < 0) throw new IllegalArgumentException("negative count " + count);
-    return Math.multiplyExact(Math.multiplyExact(count, (long) type.size()), blocks);
-  }
-
-  /**
-   * Prepares a (send, recv) pair; {@code sendBlocks}/{@code recvBlocks} are the buffer sizes on
-   * this rank in multiples of {@code count} (0: not used here, may be null). The same object for
-   * both is in place.
-   */
-  private CompletableFuture<Void> twoBuffers(String op, Buffer send, Buffer recv, long count, DataType type,
-      long sendBlocks, long recvBlocks, boolean gathers, TwoBufferIssue call) {
-    long sendBytes = bytes(count, type, sendBlocks);
-    long recvBytes = bytes(count, type, recvBlocks);
-    NativeBuffer s;
-    NativeBuffer d;
-    if (send != null && send == recv) {
-      long need = Math.max(sendBytes, recvBytes);
-      if (gathers) need = Math.max(need, bytes(count, type, size));  // this rank's block of recv
-      s = d = NativeBuffer.of(send, need, true, true, op + " buffer (in place)");
-    } else {
-      s = sendBlocks == 0 ? NativeBuffer.NONE : NativeBuffer.of(send, sendBytes, true, false, op + " send buffer");
-      d = recvBlocks == 0 ? NativeBuffer.NONE : NativeBuffer.of(recv, recvBytes, false, true, op + " recv buffer");
-    }
-    return issue((w, r) -> call.call(w, s.address, d.address, r), s, d);
-  }
-
-  private CompletableFuture<Void> issue(Issue issue, NativeBuffer first, NativeBuffer second) {
-    context.lifecycle.readLock().lock();
+  /** mw_request_cancel of a request of this world that has not reported yet; see {@link Operation#cancel}. */
+  void cancelRequest(long request) {
+    // A close in progress holds one of these for writing and cancels every request itself; waiting
+    // for it here, under the operation's lock, could deadlock with it.
+    if (!context.lifecycle.readLock().tryLock()) return;
     try {
-      lock.readLock().lock();
+      if (!lock.readLock().tryLock()) return;
       try {
-        long h = handle;
-        if (h == 0 || context.isClosing()) throw new IllegalStateException(this + " is closed");
-        long[] request = new long[1];
-        int st = issue.call(h, request);
-        if (st != mw_status_t.MW_OK) return context.failedAtIssue(this, st, Multiworld.mw_last_error());
-        return context.track(request[0], this, first, second);
+        if (handle != 0) Multiworld.mw_request_cancel(request);
       } finally {
         lock.readLock().unlock();
       }
     } finally {
       context.lifecycle.readLock().unlock();
+    }
+  }
+
+  /** Fails an operation's future with the exception for {@code status}. */
+  void fail(CompletableFuture<Void> f, int status, String detail) {
+    if (status == mw_status_t.MW_ERR_WORLD_BROKEN) {
+      notice.fail(f, detail);  // names the peer once the break event is in
+    } else {
+      f.completeExceptionally(MultiWorldException.of(status, detail));
     }
   }
 }

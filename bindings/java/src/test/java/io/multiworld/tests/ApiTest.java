@@ -5,6 +5,7 @@ import static io.multiworld.tests.Workers.get;
 import static io.multiworld.tests.Workers.uniqueName;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
@@ -15,6 +16,7 @@ import io.multiworld.Buffers;
 import io.multiworld.Config;
 import io.multiworld.Context;
 import io.multiworld.DataType;
+import io.multiworld.DeviceBuffer;
 import io.multiworld.InvalidArgumentException;
 import io.multiworld.MultiWorld;
 import io.multiworld.MultiWorldException;
@@ -45,6 +47,7 @@ public class ApiTest {
     assertEquals(n[0] + "." + n[1] + "." + n[2], v);
     assertNotNull(MultiWorld.statusString(Status.WORLD_BROKEN));
     assertTrue(MultiWorld.backendAvailable(Backend.GLOO));
+    assertEquals(MultiWorld.backendAvailable(Backend.UCX) ? Backend.UCX : Backend.GLOO, Backend.host());
     assertEquals(Status.TIMEOUT, Status.fromCode(-4));
     assertEquals(Status.UNKNOWN, Status.fromCode(12345));
   }
@@ -87,7 +90,7 @@ public class ApiTest {
     try (Context ctx = new Context()) {
       long t0 = System.nanoTime();
       try {
-        ctx.createWorld(uniqueName("lonely"), 0, 2, Duration.ofMillis(300));
+        Workers.world(ctx, uniqueName("lonely"), 0, 2, Duration.ofMillis(300));
         fail("a world of two formed with one member");
       } catch (TimeoutException e) {
         assertEquals(Status.TIMEOUT, e.status());
@@ -101,10 +104,10 @@ public class ApiTest {
     String name = uniqueName("twice");
     ExecutorService pool = Executors.newSingleThreadExecutor();
     try (Context a = new Context(); Context b = new Context()) {
-      Future<World> first = pool.submit(() -> a.createWorld(name, 0, 2, Duration.ofSeconds(5)));
+      Future<World> first = pool.submit(() -> Workers.world(a, name, 0, 2, Duration.ofSeconds(5)));
       Thread.sleep(300);  // rank 0 is claimed and waiting for rank 1
       try {
-        b.createWorld(name, 0, 2, Duration.ofSeconds(2));
+        Workers.world(b, name, 0, 2, Duration.ofSeconds(2));
         fail("rank 0 claimed twice");
       } catch (AlreadyExistsException e) {
         assertEquals(Status.ALREADY_EXISTS, e.status());
@@ -121,7 +124,7 @@ public class ApiTest {
 
   @Test
   public void everyOperationOnASingleMemberWorld() throws Exception {
-    try (Context ctx = new Context(); World w = ctx.createWorld(uniqueName("solo"), 0, 1)) {
+    try (Context ctx = new Context(); World w = Workers.world(ctx, uniqueName("solo"), 0, 1)) {
       assertEquals(0, w.rank());
       assertEquals(1, w.size());
       assertTrue(w.epoch() >= 1);
@@ -134,7 +137,7 @@ public class ApiTest {
   public void manyThreadsIssueAtOnce() throws Exception {
     // Operations on a one-member world finish at once, often before the issuing thread has put
     // them in the pending table: every future must still complete exactly once.
-    try (Context ctx = new Context(); World w = ctx.createWorld(uniqueName("busy"), 0, 1)) {
+    try (Context ctx = new Context(); World w = Workers.world(ctx, uniqueName("busy"), 0, 1)) {
       ExecutorService pool = Executors.newFixedThreadPool(4);
       try {
         java.util.List<Future<Void>> jobs = new java.util.ArrayList<>();
@@ -166,8 +169,8 @@ public class ApiTest {
     String name = uniqueName("pair");
     ExecutorService pool = Executors.newSingleThreadExecutor();
     try (Context a = new Context(); Context b = new Context()) {
-      Future<World> other = pool.submit(() -> b.createWorld(name, 1, 2));
-      try (World w0 = a.createWorld(name, 0, 2); World w1 = other.get()) {
+      Future<World> other = pool.submit(() -> Workers.world(b, name, 1, 2));
+      try (World w0 = Workers.world(a, name, 0, 2); World w1 = other.get()) {
         float[] x = {1, 2, 3};
         float[] y = new float[3];
         CompletableFuture<Void> r = w1.recv(y, 0);
@@ -185,7 +188,7 @@ public class ApiTest {
 
   @Test
   public void bufferChecks() throws Exception {
-    try (Context ctx = new Context(); World w = ctx.createWorld(uniqueName("bufs"), 0, 1)) {
+    try (Context ctx = new Context(); World w = Workers.world(ctx, uniqueName("bufs"), 0, 1)) {
       ByteBuffer small = Buffers.allocate(2, DataType.FLOAT32);
       try {
         w.allreduce(small, small, 3, DataType.FLOAT32, ReduceOp.SUM);
@@ -224,7 +227,7 @@ public class ApiTest {
   @Test
   public void closedWorldAndContextRefuseOperations() throws Exception {
     Context ctx = new Context();
-    World w = ctx.createWorld(uniqueName("closed"), 0, 1);
+    World w = Workers.world(ctx, uniqueName("closed"), 0, 1);
     w.close();
     w.close();  // idempotent
     assertEquals(WorldState.CLOSED, w.state());
@@ -248,8 +251,8 @@ public class ApiTest {
     ExecutorService pool = Executors.newSingleThreadExecutor();
     Context a = new Context();
     try (Context b = new Context()) {
-      Future<World> other = pool.submit(() -> b.createWorld(name, 1, 2));
-      World w0 = a.createWorld(name, 0, 2);
+      Future<World> other = pool.submit(() -> Workers.world(b, name, 1, 2));
+      World w0 = Workers.world(a, name, 0, 2);
       other.get();
       ByteBuffer buf = Buffers.allocate(4, DataType.FLOAT32);
       CompletableFuture<Void> recv = w0.recv(buf, 4, DataType.FLOAT32, 1);  // rank 1 never sends
@@ -265,6 +268,75 @@ public class ApiTest {
     } finally {
       a.close();
       pool.shutdownNow();
+    }
+  }
+  @Test
+  public void deviceMemoryOnAHostWorldIsRefusedSayingSo() throws Exception {
+    try (Context ctx = new Context(); World w = Workers.world(ctx, uniqueName("hostdev"), 0, 1);
+         DeviceBuffer dev = DeviceBuffer.wrap(0x10000L, 64, 0)) {
+      try {
+        w.allreduce(dev, dev, 4, DataType.FLOAT32, ReduceOp.SUM);
+        fail("device memory accepted by a host world");
+      } catch (IllegalArgumentException e) {
+        assertTrue(e.getMessage(), e.getMessage().contains("device memory") && e.getMessage().contains("host memory"));
+      }
+      try {
+        w.recv(dev, 4, DataType.FLOAT32, 0);
+        fail("device memory accepted by a host world");
+      } catch (IllegalArgumentException expected) {
+      }
+      get(w.barrier());  // nothing was issued: the world is fine
+    }
+  }
+
+  @Test
+  public void deviceBuffersWithoutAGpu() {
+    // Wrapped memory belongs to the caller: closing only stops its use; slices stay inside.
+    DeviceBuffer wrapped = DeviceBuffer.wrap(0x10000L, 64, 0);
+    assertFalse(wrapped.ownsMemory());
+    DeviceBuffer slice = wrapped.slice(16, 32);
+    assertEquals(0x10010L, slice.address());
+    assertEquals(32, slice.byteSize());
+    try {
+      wrapped.slice(40, 32);
+      fail("slice past the end");
+    } catch (IndexOutOfBoundsException expected) {
+    }
+    try {
+      DeviceBuffer.wrap(0, 8, 0);
+      fail("null device address");
+    } catch (IllegalArgumentException expected) {
+    }
+    wrapped.close();
+    assertTrue(wrapped.isClosed());
+    try {
+      wrapped.copyToHost(ByteBuffer.allocateDirect(4));
+      fail("a closed buffer was used");
+    } catch (IllegalStateException expected) {
+    }
+    DeviceBuffer empty = DeviceBuffer.allocate(0, 0);  // nothing to allocate: works anywhere
+    assertEquals(0, empty.byteSize());
+    empty.close();
+    if (DeviceBuffer.deviceCount() == 0) {
+      String why = DeviceBuffer.unavailableReason();
+      assertNotNull(why);
+      System.out.println("ApiTest: no CUDA device here: " + why);
+      try {
+        DeviceBuffer.allocate(0, 16);
+        fail("device memory without a device");
+      } catch (MultiWorldException e) {
+        assertEquals(Status.UNSUPPORTED, e.status());
+        assertEquals(why, e.detail());
+      }
+    } else {
+      try (DeviceBuffer d = DeviceBuffer.allocate(0, 4, DataType.INT32)) {
+        assertTrue(d.ownsMemory());
+        ByteBuffer in = ByteBuffer.allocate(16).putInt(1).putInt(2).putInt(3).putInt(4).flip();
+        d.copyFromHost(in);
+        ByteBuffer back = ByteBuffer.allocate(16);
+        d.copyToHost(back);
+        assertEquals(in, back);
+      }
     }
   }
 }

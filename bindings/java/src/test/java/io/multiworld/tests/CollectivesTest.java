@@ -18,7 +18,7 @@ public class CollectivesTest {
     try (Workers workers = new Workers(); Context ctx = new Context()) {
       Process one = workers.start("collectives", name, 1, 3);
       Process two = workers.start("collectives", name, 2, 3);
-      try (World w = ctx.createWorld(name, 0, 3)) {
+      try (World w = Workers.world(ctx, name, 0, 3)) {
         assertEquals(3, w.size());
         Scenarios.collectives(w);
       }

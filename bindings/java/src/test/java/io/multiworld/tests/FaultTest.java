@@ -40,8 +40,8 @@ public class FaultTest {
       ctx.addEventListener(heard::add);
       Process victim = workers.start("idle", doomed, 1, 2);
       Process echo = workers.start("echo", healthy, 1, 2);
-      World a = ctx.createWorld(doomed, 0, 2);
-      World b = ctx.createWorld(healthy, 0, 2);
+      World a = Workers.world(ctx, doomed, 0, 2);
+      World b = Workers.world(ctx, healthy, 0, 2);
       assertArrayEquals(new float[] {2}, Worker.echoRoundTrip(b, 1, new float[] {1}), 0f);
 
       ByteBuffer direct = Buffers.allocate(4, DataType.FLOAT32);
@@ -92,7 +92,7 @@ public class FaultTest {
 
       // Elastic: the name forms again with a new worker, as a new incarnation.
       Process replacement = workers.start("echo", doomed, 1, 2);
-      try (World again = ctx.createWorld(doomed, 0, 2)) {
+      try (World again = Workers.world(ctx, doomed, 0, 2)) {
         assertTrue(again.epoch() > a.epoch());
         assertArrayEquals(new float[] {8}, Worker.echoRoundTrip(again, 1, new float[] {7}), 0f);
         Worker.stopEcho(again, 1);

@@ -52,8 +52,8 @@ public class LifecycleTest {
   private static void cycle(ExecutorService pool, String tag) throws Exception {
     String name = Workers.uniqueName("life-" + tag);
     try (Context a = new Context(); Context b = new Context()) {
-      Future<World> other = pool.submit(() -> b.createWorld(name, 1, 2));
-      World w0 = a.createWorld(name, 0, 2);
+      Future<World> other = pool.submit(() -> Workers.world(b, name, 1, 2));
+      World w0 = Workers.world(a, name, 0, 2);
       World w1 = other.get();
       ByteBuffer x0 = Buffers.allocate(256, DataType.FLOAT32);
       ByteBuffer x1 = Buffers.allocate(256, DataType.FLOAT32);

@@ -6,8 +6,6 @@ import static io.multiworld.tests.Workers.uniqueName;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
-import static org.junit.Assert.assertNotNull;
-import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 
 import io.multiworld.Buffers;
@@ -16,7 +14,6 @@ import io.multiworld.DataType;
 import io.multiworld.InvalidArgumentException;
 import io.multiworld.Status;
 import io.multiworld.World;
-import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
@@ -31,7 +28,7 @@ public class P2pTest {
     String name = uniqueName("p2p");
     try (Workers workers = new Workers(); Context ctx = new Context()) {
       Process echo = workers.start("echo", name, 1, 2);
-      try (World w = ctx.createWorld(name, 0, 2)) {
+      try (World w = Workers.world(ctx, name, 0, 2)) {
         // heap arrays of several sizes, including empty and 1 MiB
         for (int n : new int[] {0, 1, 7, 1 << 18}) {
           float[] x = new float[n];
@@ -81,7 +78,7 @@ public class P2pTest {
     String name = uniqueName("mismatch");
     try (Workers workers = new Workers(); Context ctx = new Context()) {
       Process peer = workers.start("mismatch", name, 1, 2);
-      try (World w = ctx.createWorld(name, 0, 2)) {
+      try (World w = Workers.world(ctx, name, 0, 2)) {
         int[] one = new int[1];
         Throwable t = failure(w.recv(one, 1), 30);  // the peer sends two ints
         assertTrue(String.valueOf(t), t instanceof InvalidArgumentException);
@@ -89,47 +86,6 @@ public class P2pTest {
         assertFalse(w.isBroken());
         float[] y = Worker.echoRoundTrip(w, 1, new float[] {41});
         assertArrayEquals(new float[] {42}, y, 0f);
-        Worker.stopEcho(w, 1);
-      }
-      assertEquals(0, Workers.exitCode(peer, 30));
-    }
-  }
-
-  @Test
-  public void aCancelledFutureKeepsItsBufferUntilTheLibraryIsDone() throws Exception {
-    String name = uniqueName("cancel");
-    try (Workers workers = new Workers(); Context ctx = new Context()) {
-      Process peer = workers.start("delayed-send", name, 1, 2, "1500");
-      try (World w = ctx.createWorld(name, 0, 2)) {
-        // The peer sends 4 floats twice, 1.5 s after the world formed. Cancel the first receive
-        // and drop every reference to its buffer; the pending table must keep it alive.
-        ByteBuffer buf = Buffers.allocate(4, DataType.FLOAT32);
-        WeakReference<ByteBuffer> ref = new WeakReference<>(buf);
-        CompletableFuture<Void> direct = w.recv(buf, 4, DataType.FLOAT32, 1);
-        buf = null;
-        float[] second = new float[4];
-        CompletableFuture<Void> heap = w.recv(second, 1);  // queued behind it
-        assertTrue(direct.cancel(true));
-        assertTrue(direct.isCancelled());
-        for (int i = 0; i < 5; ++i) {
-          System.gc();
-          byte[][] garbage = new byte[64][];
-          for (int k = 0; k < garbage.length; ++k) garbage[k] = new byte[64 * 1024];
-          Thread.sleep(50);
-        }
-        assertNotNull("the pending table let a cancelled receive's buffer go", ref.get());
-        assertFalse(heap.isDone());
-        // Rank 1 sends 4 floats twice: into the cancelled receive, then into the heap one.
-        get(heap);
-        assertArrayEquals(new float[] {5, 6, 7, 8}, second, 0f);
-        float[] y = Worker.echoRoundTrip(w, 1, new float[] {1, 2});
-        assertArrayEquals(new float[] {2, 3}, y, 0f);
-        // Delivered, so released: nothing keeps the buffer any more.
-        for (int i = 0; i < 100 && ref.get() != null; ++i) {
-          System.gc();
-          Thread.sleep(20);
-        }
-        assertNull("the buffer of a finished request is still referenced", ref.get());
         Worker.stopEcho(w, 1);
       }
       assertEquals(0, Workers.exitCode(peer, 30));

@@ -6,6 +6,7 @@ import io.multiworld.Buffers;
 import io.multiworld.DataType;
 import io.multiworld.ReduceOp;
 import io.multiworld.World;
+import java.nio.Buffer;
 import java.nio.ByteBuffer;
 import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
@@ -164,7 +165,7 @@ final class Scenarios {
     int[] hb = rank == 0 ? new int[] {4, 5, 6} : new int[3];
     get(w.broadcast(hb, 0));
     check(Arrays.equals(hb, new int[] {4, 5, 6}), "broadcast int[] " + Arrays.toString(hb));
-    get(w.allreduce(null, null, 0, DataType.FLOAT32, ReduceOp.SUM));
+    get(w.allreduce((Buffer) null, null, 0, DataType.FLOAT32, ReduceOp.SUM));
     get(w.barrier());
   }
 

@@ -24,7 +24,7 @@ public final class Worker {
     int size = Integer.parseInt(args[3]);
     int rc = 0;
     try (Context ctx = new Context();
-         World world = ctx.createWorld(name, rank, size, Duration.ofSeconds(60))) {
+         World world = Workers.world(ctx, name, rank, size, Duration.ofSeconds(60))) {
       switch (scenario) {
         case "echo":
           echo(world, 0);
@@ -34,12 +34,6 @@ public final class Worker {
           // send completes as in MPI), then serves as an echo peer.
           Workers.get(world.send(new int[] {7, 8}, 0));
           System.out.println("worker: mismatched send completed");
-          echo(world, 0);
-          break;
-        case "delayed-send":
-          Thread.sleep(Long.parseLong(args[4]));
-          Workers.get(world.send(new float[] {1, 2, 3, 4}, 0));
-          Workers.get(world.send(new float[] {5, 6, 7, 8}, 0));
           echo(world, 0);
           break;
         case "idle":

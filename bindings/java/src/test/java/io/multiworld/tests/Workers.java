@@ -1,7 +1,11 @@
 package io.multiworld.tests;
 
+import io.multiworld.Backend;
+import io.multiworld.Context;
+import io.multiworld.World;
 import java.io.File;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -15,7 +19,23 @@ import java.util.concurrent.TimeUnit;
  * (and its environment, so MW_REDIS_URL from tests/with_redis.sh), running {@link Worker}.
  */
 final class Workers implements AutoCloseable {
+  /** The host backend the tests run on: gloo (the default) or ucx. */
+  static final String BACKEND_PROPERTY = "multiworld.test.backend";
+
   private final List<Process> processes = new ArrayList<>();
+
+  static Backend backend() {
+    return Backend.valueOf(System.getProperty(BACKEND_PROPERTY, "gloo").toUpperCase(java.util.Locale.ROOT));
+  }
+
+  /** Creates (joins) a world on the tests' backend, waiting up to 30 s for its members. */
+  static World world(Context ctx, String name, int rank, int size) {
+    return world(ctx, name, rank, size, Duration.ofSeconds(30));
+  }
+
+  static World world(Context ctx, String name, int rank, int size, Duration timeout) {
+    return ctx.createWorld(name, rank, size, backend(), 0, timeout);
+  }
 
   /** A world name no other test uses. */
   static String uniqueName(String prefix) {
@@ -34,6 +54,7 @@ final class Workers implements AutoCloseable {
     cmd.add("-Djava.library.path=" + System.getProperty("java.library.path"));
     String jni = System.getProperty("multiworld.jni.path");
     if (jni != null) cmd.add("-Dmultiworld.jni.path=" + jni);
+    cmd.add("-D" + BACKEND_PROPERTY + "=" + backend().name().toLowerCase(java.util.Locale.ROOT));
     cmd.add(Worker.class.getName());
     cmd.add(scenario);
     cmd.add(world);

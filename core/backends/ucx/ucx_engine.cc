@@ -1,0 +1,307 @@
+#include "core/backends/ucx/ucx_engine.h"
+
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/backends/ucx/ucx_peer_info.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/signals.h"
+
+namespace mw {
+namespace {
+
+constexpr std::chrono::microseconds kFirstBackoff{20};
+constexpr std::chrono::microseconds kLastBackoff{1000};
+
+// epoll tags: the kind in the top byte, a pid below it.
+constexpr uint64_t kWorkerTag = 1ull << 56;
+constexpr uint64_t kWakeTag = 2ull << 56;
+constexpr uint64_t kPidTag = 3ull << 56;
+
+[[noreturn]] void fail(const char* what, ucs_status_t s) {
+  throw Error(Status::Backend, std::string("UCX ") + what + ": " + ucs_status_string(s));
+}
+
+}  // namespace
+
+bool ucxUsable() noexcept {
+  static const bool usable = [] {
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    ucp_context_h ctx = nullptr;
+    if (ucp_init(&params, nullptr, &ctx) != UCS_OK) return false;
+    ucp_cleanup(ctx);
+    return true;
+  }();
+  return usable;
+}
+
+UcxEngine::UcxEngine(std::chrono::microseconds spin) : spin_(spin) {
+  ucp_config_t* config = nullptr;  // the usual UCX_* environment variables
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  if (s != UCS_OK) fail("reading the configuration (UCX_* variables)", s);
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  params.mt_workers_shared = 0;
+  params.name = "multiworld";
+  s = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (s != UCS_OK) fail("ucp_init", s);
+
+  try {
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // our lock serialises every call
+    {
+      SigpipeBlockedForNewThreads no_sigpipe;  // UCX's async thread writes to sockets
+      s = ucp_worker_create(context_, &wp, &worker_);
+    }
+    if (s != UCS_OK) fail("ucp_worker_create", s);
+    ucp_address_t* addr = nullptr;
+    size_t len = 0;
+    s = ucp_worker_get_address(worker_, &addr, &len);
+    if (s != UCS_OK) fail("ucp_worker_get_address", s);
+    address_.assign(reinterpret_cast<const char*>(addr), len);
+    ucp_worker_release_address(worker_, addr);
+    s = ucp_worker_get_efd(worker_, &worker_fd_);
+    if (s != UCS_OK) fail("ucp_worker_get_efd", s);
+
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epoll_fd_ < 0 || wake_fd_ < 0) {
+      throw Error(Status::Internal, std::string("UCX engine: epoll/eventfd: ") + std::strerror(errno));
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kWorkerTag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, worker_fd_, &ev);
+    ev.data.u64 = kWakeTag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+
+    SigpipeBlockedForNewThreads no_sigpipe;
+    thread_ = std::thread([this] { run(); });
+  } catch (...) {
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+    if (worker_) ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+    throw;
+  }
+}
+
+UcxEngine::~UcxEngine() { shutdown(); }
+
+void UcxEngine::shutdown() {
+  if (thread_.joinable()) {
+    stop_ = true;
+    kick();
+    thread_.join();
+  }
+  Lock l(m_);
+  if (down_) return;
+  runDeferred();
+  for (auto& [pid, w] : watches_) ::close(w.pidfd);
+  watches_.clear();
+  watch_pid_.clear();
+  ucp_worker_destroy(worker_);
+  worker_ = nullptr;
+  ucp_cleanup(context_);
+  context_ = nullptr;
+  ::close(epoll_fd_);
+  ::close(wake_fd_);
+  down_ = true;
+}
+
+void UcxEngine::defer(std::function<void()> work) { deferred_.push_back(std::move(work)); }
+
+void UcxEngine::runDeferred() {
+  while (!deferred_.empty()) {
+    std::vector<std::function<void()>> batch;
+    batch.swap(deferred_);
+    for (auto& work : batch) work();
+  }
+}
+
+bool UcxEngine::progressLocked() {
+  bool any = false;
+  while (ucp_worker_progress(worker_) != 0) any = true;
+  runDeferred();
+  return any;
+}
+
+void UcxEngine::kick() noexcept {
+  if (down_) return;
+  uint64_t one = 1;
+  ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  (void)n;  // a full counter already means "wake up"
+}
+
+bool UcxEngine::spinUntil(const std::function<bool()>& done) {
+  if (done()) return true;
+  if (spin_.count() <= 0) return false;
+  const auto end = std::chrono::steady_clock::now() + spin_;
+  for (unsigned i = 1;; ++i) {
+    if (m_.try_lock()) {
+      if (!down_) progressLocked();
+      m_.unlock();
+    }
+    if (done()) return true;
+    if ((i & 7) == 0 && std::chrono::steady_clock::now() >= end) return false;
+  }
+}
+
+UcxEngine::TimerId UcxEngine::schedule(std::chrono::steady_clock::time_point when, std::function<void()> fire) {
+  const TimerId id = next_timer_++;
+  const bool earliest = timers_.empty() || when < timers_.begin()->first.first;
+  timers_.emplace(std::make_pair(when, id), std::move(fire));
+  timer_due_[id] = when;
+  if (earliest) kick();  // it may sleep past `when`
+  return id;
+}
+
+void UcxEngine::cancel(TimerId id) {
+  auto due = timer_due_.find(id);
+  if (due == timer_due_.end()) return;
+  timers_.erase(std::make_pair(due->second, id));
+  timer_due_.erase(due);
+}
+
+std::chrono::steady_clock::time_point UcxEngine::fireTimers() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!timers_.empty() && timers_.begin()->first.first <= now) {
+    auto first = timers_.begin();
+    std::function<void()> fire = std::move(first->second);
+    timer_due_.erase(first->first.second);
+    timers_.erase(first);
+    fire();
+  }
+  runDeferred();
+  return timers_.empty() ? std::chrono::steady_clock::time_point::max() : timers_.begin()->first.first;
+}
+
+void UcxEngine::run() {
+  pthread_setname_np(pthread_self(), "mw-ucx");
+  epoll_event events[16];
+  std::chrono::microseconds backoff = kFirstBackoff;
+  for (;;) {
+    ucs_status_t armed;
+    bool sends_wait;
+    std::chrono::steady_clock::time_point next_timer;
+    {
+      Lock l(m_);
+      if (stop_) return;
+      if (progressLocked()) backoff = kFirstBackoff;
+      next_timer = fireTimers();
+      armed = ucp_worker_arm(worker_);
+      sends_wait = waiting_sends_ > 0;
+    }
+    if (armed != UCS_OK && armed != UCS_ERR_BUSY) {
+      // Cannot happen with UCP_FEATURE_WAKEUP; never spin on it regardless.
+      MW_LOG(LogLevel::Error, "ucp_worker_arm: %s", ucs_status_string(armed));
+    }
+    // Busy: more came in while progressing, so only look at the other fds
+    // (a peer's death must not wait for the traffic to stop). Sends
+    // waiting: a short, growing timer. Else: until an event or the next
+    // timer.
+    int n;
+    const auto now = std::chrono::steady_clock::now();
+    auto sleep = next_timer == std::chrono::steady_clock::time_point::max()
+                     ? std::chrono::nanoseconds::max()
+                     : std::chrono::duration_cast<std::chrono::nanoseconds>(next_timer - now);
+    if (sends_wait || armed != UCS_OK) {
+      sleep = std::min<std::chrono::nanoseconds>(sleep, backoff);
+      backoff = std::min(backoff * 2, kLastBackoff);
+    }
+    if (armed == UCS_ERR_BUSY || sleep.count() <= 0) {
+      n = epoll_wait(epoll_fd_, events, 16, 0);
+    } else if (sleep == std::chrono::nanoseconds::max()) {
+      n = epoll_wait(epoll_fd_, events, 16, -1);
+    } else {
+      const timespec ts{static_cast<time_t>(sleep.count() / 1000000000),
+                        static_cast<long>(sleep.count() % 1000000000)};
+      n = epoll_pwait2(epoll_fd_, events, 16, &ts, nullptr);
+    }
+    if (n < 0 && errno == ENOSYS) n = epoll_wait(epoll_fd_, events, 16, 1);  // before Linux 5.11
+    for (int i = 0; i < n; ++i) {
+      const uint64_t tag = events[i].data.u64;
+      if (tag == kWakeTag) {
+        uint64_t v;
+        ssize_t got = ::read(wake_fd_, &v, sizeof v);
+        (void)got;
+      } else if ((tag & (0xffull << 56)) == kPidTag) {
+        Lock l(m_);
+        processExited(static_cast<int>(tag & 0xffffffffull));
+      }
+    }
+  }
+}
+
+bool UcxEngine::watchProcess(int pid, unsigned long long start_ticks, std::function<void()> exited,
+                             WatchId& id) {
+  auto it = watches_.find(pid);
+  if (it == watches_.end()) {
+    int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    if (fd < 0) return false;
+    // The pid may belong to a newer process by now: only the one that
+    // started at `start_ticks` is the peer.
+    unsigned long long ticks = 0;
+    if (!processStartTicks(pid, ticks) || ticks != start_ticks) {
+      ::close(fd);
+      return false;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kPidTag | static_cast<uint32_t>(pid);
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      ::close(fd);
+      return false;
+    }
+    it = watches_.emplace(pid, Watch{fd, {}}).first;
+  }
+  id = next_watch_++;
+  it->second.listeners.emplace(id, std::move(exited));
+  watch_pid_[id] = pid;
+  return true;
+}
+
+void UcxEngine::unwatchProcess(WatchId id) {
+  auto p = watch_pid_.find(id);
+  if (p == watch_pid_.end()) return;
+  auto w = watches_.find(p->second);
+  watch_pid_.erase(p);
+  if (w == watches_.end()) return;
+  w->second.listeners.erase(id);
+  if (w->second.listeners.empty()) {
+    ::close(w->second.pidfd);  // closing removes it from the epoll set
+    watches_.erase(w);
+  }
+}
+
+void UcxEngine::processExited(int pid) {
+  auto w = watches_.find(pid);
+  if (w == watches_.end()) return;
+  // Everything it sent is here already: let it land before anyone hears
+  // of the death.
+  progressLocked();
+  w = watches_.find(pid);
+  if (w == watches_.end()) return;
+  std::map<WatchId, std::function<void()>> listeners = std::move(w->second.listeners);
+  ::close(w->second.pidfd);
+  watches_.erase(w);
+  for (auto& [id, exited] : listeners) {
+    watch_pid_.erase(id);
+    exited();
+  }
+  runDeferred();
+}
+
+}  // namespace mw

@@ -1,0 +1,127 @@
+// The progress engine of one context: one ucp_context, one ucp_worker, and
+// at most one progress thread, whatever the number of worlds (UCX's own
+// model: one worker progressed by whoever waits on it).
+//
+// Every call into the worker happens under the engine's lock. The progress
+// thread sleeps in epoll on the worker's event fd (ucp_worker_arm), an
+// eventfd for wake-ups and the pidfds of watched peer processes; it
+// progresses the worker when any of them fires. A thread that waits for a
+// request of its own (mw_wait, mw_poll) may drive progress itself for a
+// bounded spin (spin_us) before it sleeps: the hybrid wait of MPI and UCX.
+//
+// UCX callbacks run inside ucp_worker_progress. What they must not do there
+// (close endpoints, break worlds) they hand to defer(), which runs once the
+// progress call returned, still under the lock.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/progress_driver.h"
+
+namespace mw {
+
+class UcxEngine : public ProgressDriver {
+ public:
+  // Throws Error(Backend) when UCX cannot be initialised.
+  explicit UcxEngine(std::chrono::microseconds spin);
+  ~UcxEngine() override;
+  UcxEngine(const UcxEngine&) = delete;
+  UcxEngine& operator=(const UcxEngine&) = delete;
+
+  using Lock = std::unique_lock<std::recursive_mutex>;
+  Lock lock() { return Lock(m_); }
+
+  // Under the lock.
+  ucp_worker_h worker() const { return worker_; }
+  const std::string& address() const { return address_; }
+  void defer(std::function<void()> work);
+
+  // Wakes the progress thread so it progresses and re-arms: after posting
+  // work that needs progress without an incoming event to announce it.
+  void kick() noexcept;
+
+  // Drives progress on the calling thread until `done()` or for at most
+  // the engine's spin; true when done() held. Never blocks on the lock.
+  bool spinUntil(const std::function<bool()>& done) override;
+  std::chrono::microseconds spin() const { return spin_; }
+
+  // Under the lock: progresses the worker until it has nothing to do and
+  // runs deferred work; true when UCX did anything.
+  bool progressLocked();
+
+  // Under the lock: a send of ours is waiting inside UCX. Shared memory
+  // tells a receiver that data came, but nobody tells a sender that the
+  // peer's queue has room again or that a rendezvous may go on, so while
+  // any send waits the progress thread wakes on a short, growing timer
+  // (20 us to 1 ms) as well as on events.
+  void sendWaiting() {
+    if (waiting_sends_++ == 0) kick();  // it may sleep without a timer
+  }
+  void sendDone() { --waiting_sends_; }
+
+  // Calls `exited` (on the progress thread, under the lock) once the
+  // process `pid` has exited. False when the process cannot be watched
+  // (already gone, or another process now has that pid: `start_ticks`
+  // is its start time in clock ticks since boot, /proc/<pid>/stat field 22).
+  using WatchId = uint64_t;
+  bool watchProcess(int pid, unsigned long long start_ticks, std::function<void()> exited, WatchId& id);
+  void unwatchProcess(WatchId id);
+
+  // Under the lock: runs `fire` on the progress thread, under the lock, at
+  // `when` (op_timeout_ms). Cancelling a timer that fired does nothing.
+  using TimerId = uint64_t;
+  TimerId schedule(std::chrono::steady_clock::time_point when, std::function<void()> fire);
+  void cancel(TimerId id);
+
+  // Stops the progress thread and releases the worker, once every
+  // endpoint is closed (mw_context_free). The object may live on, inert,
+  // for requests that still refer to it.
+  void shutdown();
+
+ private:
+  struct Watch {
+    int pidfd = -1;
+    std::map<WatchId, std::function<void()>> listeners;
+  };
+
+  void run();
+  void runDeferred();  // under the lock
+  // Under the lock: fires due timers; the time the next one is due.
+  std::chrono::steady_clock::time_point fireTimers();
+  void processExited(int pid);  // under the lock
+
+  const std::chrono::microseconds spin_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::string address_;
+  int worker_fd_ = -1;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+
+  std::recursive_mutex m_;
+  std::vector<std::function<void()>> deferred_;
+  int waiting_sends_ = 0;
+  std::map<int, Watch> watches_;  // by pid
+  std::map<WatchId, int> watch_pid_;
+  WatchId next_watch_ = 1;
+  std::map<std::pair<std::chrono::steady_clock::time_point, TimerId>, std::function<void()>> timers_;
+  std::map<TimerId, std::chrono::steady_clock::time_point> timer_due_;
+  TimerId next_timer_ = 1;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> down_{false};  // the worker is gone
+  std::thread thread_;
+};
+
+// True when UCX can be initialised here (checked once).
+bool ucxUsable() noexcept;
+
+}  // namespace mw

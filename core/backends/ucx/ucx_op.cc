@@ -1,0 +1,202 @@
+#include "core/backends/ucx/ucx_op.h"
+
+#include <algorithm>
+
+#include "core/backends/ucx/ucx_tag.h"
+#include "core/backends/ucx/ucx_world.h"
+
+namespace mw {
+namespace {
+
+// A send this small is first offered to UCX for immediate completion
+// (copied out at once). If UCX would have to queue it and read the
+// caller's buffer later, a copy is queued instead, so a send can be given
+// up (destroy, a peer stopped past its bound) without UCX ever reading a
+// buffer the caller got back. Larger messages go by rendezvous, where the
+// peer fetches the data.
+constexpr size_t kCopyAtMost = 8192;
+
+}  // namespace
+
+UcxOp::UcxOp(UcxWorld& world, std::shared_ptr<Request> request, int lane, OrderedCompletions::Ticket ticket)
+    : world_(&world), engine_(world.engine()), request_(std::move(request)), lane_(lane), ticket_(ticket) {}
+
+UcxOp::Entry::~Entry() {
+  if (--op_.entries_ == 0) op_.settle();
+}
+
+void UcxOp::settle() {
+  if (world_ && done_ && in_flight_ == 0) world_->finished(this, result_);  // deletes this
+}
+
+void UcxOp::finish(OpResult result) {
+  if (done_) return;
+  done_ = true;
+  result_ = std::move(result);
+}
+
+void UcxOp::abort() {
+  if (world_) finish(world_->failure());
+  std::vector<UcxTransfer*> recvs;
+  for (UcxTransfer* t : posted_) {
+    if (t->recv && t->request) recvs.push_back(t);
+  }
+  for (UcxTransfer* t : recvs) {
+    if (t->in_flight && t->request) ucp_request_cancel(world_->worker(), t->request);
+  }
+}
+
+void UcxOp::peerDeparted(int peer) {
+  std::vector<UcxTransfer*> involved;
+  for (UcxTransfer* t : posted_) {
+    if (t->peer == peer) involved.push_back(t);
+  }
+  for (UcxTransfer* t : involved) {
+    if (!t->recv) {
+      finish(world_->failure());  // it will never be received
+    } else if (t->in_flight && t->request) {
+      ucp_request_cancel(world_->worker(), t->request);  // one already receiving stays
+    }
+  }
+}
+
+bool UcxOp::onlyGonePeersHold() const {
+  return std::all_of(posted_.begin(), posted_.end(), [&](const UcxTransfer* t) { return world_->peerGone(t->peer); });
+}
+
+void UcxOp::orphan() { world_ = nullptr; }
+
+void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
+  t.op = this;
+  t.in_flight = true;
+  t.request = nullptr;
+  ++in_flight_;
+  posted_.push_back(&t);
+  if (world_->departed(t.peer) && !(t.recv && arrived(t, channel))) {
+    // A member that left gets nothing more, and sent all it ever will.
+    ended(t, UCS_ERR_CANCELED, 0);
+    return;
+  }
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.user_data = &t;
+  void* r;
+  if (t.recv) {
+    // Through the callback even when the message is there already: only
+    // the callback tells the sender's size of a message that did not fit.
+    param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    param.cb.recv = &UcxOp::onRecv;
+    r = ucp_tag_recv_nbx(world_->worker(), buffer, t.bytes, world_->recvTag(t.peer, channel), ucxtag::kExact,
+                         &param);
+  } else {
+    param.cb.send = &UcxOp::onSend;
+    ucp_ep_h ep = world_->endpoint(t.peer);
+    const uint64_t tag = world_->sendTag(t.peer, channel);
+    if (t.bytes <= kCopyAtMost) {
+      param.op_attr_mask |= UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+      r = ucp_tag_send_nbx(ep, buffer, t.bytes, tag, &param);
+      if (UCS_PTR_IS_ERR(r) && UCS_PTR_STATUS(r) == UCS_ERR_NO_RESOURCE) {
+        const char* from = static_cast<const char*>(buffer);
+        t.staging.assign(from, from + t.bytes);
+        param.op_attr_mask &= ~static_cast<uint32_t>(UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL);
+        r = ucp_tag_send_nbx(ep, t.staging.data(), t.bytes, tag, &param);
+      }
+    } else {
+      r = ucp_tag_send_nbx(ep, buffer, t.bytes, tag, &param);
+    }
+  }
+  if (r == nullptr) {
+    ended(t, UCS_OK, t.bytes);
+  } else if (UCS_PTR_IS_ERR(r)) {
+    ended(t, UCS_PTR_STATUS(r), 0);
+  } else if (t.in_flight) {
+    t.request = r;
+    if (!t.recv) {
+      t.waiting = true;
+      engine_.sendWaiting();
+    }
+  }
+  // else the callback ran inside the call and freed the request
+}
+
+bool UcxOp::arrived(const UcxTransfer& t, uint64_t channel) {
+  ucp_tag_recv_info_t info;
+  return ucp_tag_probe_nb(world_->worker(), world_->recvTag(t.peer, channel), ucxtag::kExact, 0, &info) != nullptr;
+}
+
+void UcxOp::onSend(void* request, ucs_status_t status, void* arg) {
+  auto* t = static_cast<UcxTransfer*>(arg);
+  ucp_request_free(request);
+  t->request = nullptr;
+  UcxOp& op = *t->op;
+  Entry entry(op);
+  op.ended(*t, status, t->bytes);
+}
+
+void UcxOp::onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* arg) {
+  auto* t = static_cast<UcxTransfer*>(arg);
+  ucp_request_free(request);
+  t->request = nullptr;
+  UcxOp& op = *t->op;
+  Entry entry(op);
+  op.ended(*t, status, info ? info->length : 0);
+}
+
+void UcxOp::ended(UcxTransfer& t, ucs_status_t status, size_t length) {
+  if (t.waiting) {
+    t.waiting = false;
+    engine_.sendDone();
+  }
+  t.in_flight = false;
+  t.status = status;
+  t.length = length;
+  --in_flight_;
+  posted_.erase(std::find(posted_.begin(), posted_.end(), &t));
+  if (world_) transferDone(t);
+}
+
+// ---------------------------------------------------------------- p2p
+
+UcxP2p::UcxP2p(UcxWorld& world, std::shared_ptr<Request> request, OrderedCompletions::Ticket ticket,
+               const OpDesc& op)
+    : UcxOp(world, std::move(request), OrderedCompletions::laneOf(op), ticket), op_(op) {
+  transfer_.peer = op.peer;
+  transfer_.recv = op.kind == OpKind::Recv;
+  transfer_.bytes = op.count * dtypeSize(op.dtype);
+}
+
+void UcxP2p::start() {
+  void* buffer = transfer_.recv ? op_.recvbuf : const_cast<void*>(op_.sendbuf);
+  post(transfer_, ucxtag::kP2p, buffer);
+}
+
+bool UcxP2p::takeBack() {
+  if (!transfer_.recv || !transfer_.in_flight || !transfer_.request) return false;
+  // Removes a receive nothing matched yet, calling it back at once;
+  // one already receiving stays.
+  taking_back_ = true;
+  ucp_request_cancel(world_->worker(), transfer_.request);
+  taking_back_ = false;
+  return !transfer_.in_flight;
+}
+
+void UcxP2p::transferDone(UcxTransfer& t) {
+  const char* what = t.recv ? "recv" : "send";
+  const std::string from = std::string(t.recv ? " from" : " to") + " rank " + std::to_string(t.peer);
+  if (t.status == UCS_OK && (!t.recv || t.length == t.bytes)) return finish({});
+  if (t.recv && (t.status == UCS_OK || t.status == UCS_ERR_MESSAGE_TRUNCATED)) {
+    // As in MPI: the receive fails, the send succeeded, the world goes on.
+    return finish({Status::InvalidArgument, "recv of " + std::to_string(t.bytes) + " bytes" + from +
+                                                " matched a send of " + std::to_string(t.length) + " bytes"});
+  }
+  if (t.status == UCS_ERR_CANCELED) {
+    if (taking_back_) return finish({Status::Cancelled, "the receive was cancelled before a message matched it"});
+    return finish(world_->failure());
+  }
+  const std::string detail =
+      std::string(what) + from + " failed in UCX: " + ucs_status_string(t.status);
+  world_->transportFailed(t.peer, detail);
+  finish(world_->failure());
+}
+
+}  // namespace mw

@@ -1,0 +1,130 @@
+#include "core/backends/ucx/ucx_peer_info.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "core/backends/ucx/ucx_tag.h"
+
+namespace mw {
+namespace {
+
+constexpr char kMagic[4] = {'m', 'w', 'u', '1'};
+constexpr size_t kMaxHost = 256;
+constexpr size_t kMaxAddress = 64 << 10;
+
+std::string readFile(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// Processes of one boot and one pid namespace can watch each other's pids
+// (pidfd_open) and, as UCX decides, share memory.
+std::string hostKey() {
+  std::string boot = readFile("/proc/sys/kernel/random/boot_id");
+  while (!boot.empty() && (boot.back() == '\n' || boot.back() == ' ')) boot.pop_back();
+  char ns[128] = {0};
+  ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+  if (n < 0) n = 0;
+  char host[64] = {0};
+  gethostname(host, sizeof host - 1);
+  return std::string(host) + "/" + boot + "/" + std::string(ns, static_cast<size_t>(n));
+}
+
+template <typename T>
+void put(std::string& out, T v) {
+  char b[sizeof(T)];
+  std::memcpy(b, &v, sizeof v);
+  out.append(b, sizeof b);
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& s) : s_(s) {}
+  template <typename T>
+  bool get(T& v) {
+    if (s_.size() - pos_ < sizeof(T)) return false;
+    std::memcpy(&v, s_.data() + pos_, sizeof v);
+    pos_ += sizeof v;
+    return true;
+  }
+  bool bytes(size_t n, std::string& v) {
+    if (s_.size() - pos_ < n) return false;
+    v.assign(s_, pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool atEnd() const { return pos_ == s_.size(); }
+
+ private:
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+bool processStartTicks(int pid, unsigned long long& ticks) {
+  std::string text = readFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = text.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream rest(text.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) {  // the fields after the command name start at 3
+    if (!(rest >> field)) return false;
+  }
+  char* end = nullptr;
+  ticks = std::strtoull(field.c_str(), &end, 10);
+  return end && *end == '\0';
+}
+
+UcxPeerInfo thisProcess() {
+  static const UcxPeerInfo self = [] {
+    UcxPeerInfo p;
+    p.host = hostKey();
+    p.pid = static_cast<int>(getpid());
+    processStartTicks(p.pid, p.start_ticks);
+    return p;
+  }();
+  UcxPeerInfo p = self;
+  if (p.pid != static_cast<int>(getpid())) {  // a forked child
+    p.pid = static_cast<int>(getpid());
+    processStartTicks(p.pid, p.start_ticks);
+  }
+  return p;
+}
+
+std::string encodePeerInfo(const UcxPeerInfo& info) {
+  std::string out(kMagic, sizeof kMagic);
+  put<uint32_t>(out, info.world_id);
+  put<int32_t>(out, info.pid);
+  put<uint64_t>(out, info.start_ticks);
+  put<uint16_t>(out, static_cast<uint16_t>(info.host.size()));
+  out += info.host;
+  put<uint32_t>(out, static_cast<uint32_t>(info.address.size()));
+  out += info.address;
+  return out;
+}
+
+bool decodePeerInfo(const std::string& bytes, UcxPeerInfo& out) {
+  Reader r(bytes);
+  std::string magic;
+  uint16_t host_len = 0;
+  uint32_t address_len = 0;
+  int32_t pid = 0;
+  uint64_t ticks = 0;
+  UcxPeerInfo p;
+  if (!r.bytes(sizeof kMagic, magic) || std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0) return false;
+  if (!r.get(p.world_id) || !r.get(pid) || !r.get(ticks) || !r.get(host_len)) return false;
+  if (p.world_id == 0 || p.world_id > ucxtag::kMaxWorldId || pid <= 0 || host_len > kMaxHost) return false;
+  if (!r.bytes(host_len, p.host) || !r.get(address_len)) return false;
+  if (address_len == 0 || address_len > kMaxAddress || !r.bytes(address_len, p.address) || !r.atEnd()) return false;
+  p.pid = pid;
+  p.start_ticks = ticks;
+  out = std::move(p);
+  return true;
+}
+
+}  // namespace mw

@@ -1,0 +1,29 @@
+// What a member of a UCX world publishes about itself at rendezvous, and
+// the parser for what the others published (bytes from Redis: bounded,
+// never trusted).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mw {
+
+struct UcxPeerInfo {
+  std::string address;            // ucp worker address
+  uint32_t world_id = 0;          // this world's id at that member's context
+  std::string host;               // same value: same host and pid namespace
+  int pid = 0;
+  unsigned long long start_ticks = 0;  // /proc/<pid>/stat field 22
+};
+
+// This process's host, pid and start time; world_id and address empty.
+UcxPeerInfo thisProcess();
+
+std::string encodePeerInfo(const UcxPeerInfo& info);
+// False when `bytes` is not a record this version writes.
+bool decodePeerInfo(const std::string& bytes, UcxPeerInfo& out);
+
+// Start time of process `pid` in clock ticks since boot; false when gone.
+bool processStartTicks(int pid, unsigned long long& ticks);
+
+}  // namespace mw

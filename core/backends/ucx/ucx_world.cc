@@ -1,0 +1,365 @@
+#include "core/backends/ucx/ucx_world.h"
+
+#include "core/backends/gloo/gloo_store.h"
+#include "core/backends/ucx/ucx_collective.h"
+#include "core/backends/ucx/ucx_links.h"
+#include "core/backends/ucx/ucx_op.h"
+#include "core/backends/ucx/ucx_tag.h"
+#include "core/communicator.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/request.h"
+#include "core/world.h"
+
+namespace mw {
+namespace {
+
+// How long stop() lets sends to live peers finish before it gives them up.
+constexpr std::chrono::milliseconds kStopGrace{500};
+
+// The shape byte of a collective's tag: members that disagree on it never
+// match (see ucx_tag.h).
+uint8_t shapeOf(const OpDesc& op) {
+  uint64_t h = 1469598103934665603ULL;
+  for (uint64_t v : {static_cast<uint64_t>(op.kind), static_cast<uint64_t>(op.count),
+                     static_cast<uint64_t>(op.dtype), static_cast<uint64_t>(op.redop),
+                     static_cast<uint64_t>(static_cast<int64_t>(op.peer))}) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  }
+  return static_cast<uint8_t>(h ^ (h >> 8) ^ (h >> 16) ^ (h >> 24));
+}
+
+}  // namespace
+
+// The control message a member sends each peer when it leaves, and the
+// receive that waits for the peer's.
+struct UcxWorld::Control {
+  UcxWorld* world = nullptr;  // null once the world stopped
+  int peer = -1;
+  void* request = nullptr;
+  bool ended = false;
+  uint64_t word = 0;
+
+  static void onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, void* arg) {
+    auto* c = static_cast<Control*>(arg);
+    ucp_request_free(request);
+    c->request = nullptr;
+    c->ended = true;
+    if (c->world) c->world->onControl(c->peer, status);
+  }
+};
+
+std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, RedisPool& pool,
+                                            const std::string& store_prefix, int rank, int size, Deadline deadline) {
+  if (size > ucxtag::kMaxRanks) {
+    throw Error(Status::Unsupported, "UCX worlds have at most " + std::to_string(ucxtag::kMaxRanks) +
+                                         " members; size " + std::to_string(size) + " was asked for");
+  }
+  uint32_t id;
+  {
+    UcxEngine::Lock lock = ucx->engine()->lock();
+    id = ucx->allocateWorldId();
+  }
+  std::unique_ptr<UcxWorld> w(new UcxWorld(ucx, rank, id));
+  UcxPeerInfo self = thisProcess();
+  self.address = ucx->engine()->address();
+  self.world_id = id;
+  GlooStore store(pool, store_prefix, size, deadline);
+  const std::string mine = encodePeerInfo(self);
+  store.set(std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
+  std::vector<UcxPeerInfo> infos(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    std::vector<char> bytes = store.get(std::to_string(r));
+    if (!decodePeerInfo(std::string(bytes.begin(), bytes.end()), infos[static_cast<size_t>(r)])) {
+      throw Error(Status::Store, "world rendezvous: the UCX record of rank " + std::to_string(r) + " under " +
+                                     store_prefix + " is malformed (" + std::to_string(bytes.size()) + " bytes)");
+    }
+  }
+  UcxEngine::Lock lock = ucx->engine()->lock();
+  w->peers_.resize(static_cast<size_t>(size));
+  w->departed_.assign(static_cast<size_t>(size), false);
+  for (int r = 0; r < size; ++r) {
+    Peer& p = w->peers_[static_cast<size_t>(r)];
+    p.world_id = infos[static_cast<size_t>(r)].world_id;
+    p.link = ucx->links().connect(infos[static_cast<size_t>(r)]);
+  }
+  return w;
+}
+
+UcxWorld::UcxWorld(std::shared_ptr<UcxContext> ucx, int rank, uint32_t world_id)
+    : ucx_(std::move(ucx)), rank_(rank), world_id_(world_id) {}
+
+UcxWorld::~UcxWorld() {
+  if (!stopped_) {
+    // Never started (rendezvous failed): only links and the id to give back.
+    UcxEngine::Lock lock = ucx_->engine()->lock();
+    for (Peer& p : peers_) {
+      if (p.link) ucx_->links().release(p.link);
+    }
+    ucx_->retireWorldId(world_id_);
+  }
+}
+
+void UcxWorld::start(World& world) {
+  world_ = &world;
+  op_timeout_ = world.opTimeout();
+  UcxEngine::Lock lock = ucx_->engine()->lock();
+  for (int r = 0; r < size(); ++r) {
+    Peer& p = peers_[static_cast<size_t>(r)];
+    p.listener = p.link->listen([this, r](const std::string& why) { onLinkFailed(r, why); });
+    p.listening = true;
+    if (r != rank_) postControl(r);
+  }
+  for (int r = 0; r < size(); ++r) {
+    // A link may have failed between rendezvous and now.
+    if (peers_[static_cast<size_t>(r)].link->failed()) {
+      onLinkFailed(r, peers_[static_cast<size_t>(r)].link->failure());
+    }
+  }
+}
+
+ucp_ep_h UcxWorld::endpoint(int peer) const { return peers_[static_cast<size_t>(peer)].link->ep(); }
+
+uint64_t UcxWorld::sendTag(int peer, uint64_t channel) const {
+  return ucxtag::make(peers_[static_cast<size_t>(peer)].world_id, rank_, channel);
+}
+
+uint64_t UcxWorld::recvTag(int peer, uint64_t channel) const { return ucxtag::make(world_id_, peer, channel); }
+
+bool UcxWorld::peerGone(int peer) const { return peers_[static_cast<size_t>(peer)].link->failed(); }
+
+OpResult UcxWorld::failure() const { return world_->failure(); }
+
+void UcxWorld::submit(const OpDesc& op, const std::shared_ptr<Request>& r) {
+  UcxEngine::Lock lock = ucx_->engine()->lock();
+  if (aborted_ || stopped_) {
+    OpResult f = world_->failure();
+    r->complete(f.status, f.detail);
+    return;
+  }
+  const int lane = OrderedCompletions::laneOf(op);
+  const OrderedCompletions::Ticket ticket = order_.enqueue(lane, r);
+  UcxOp* u;
+  if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+    u = new UcxP2p(*this, r, ticket, op);
+  } else {
+    const uint64_t channel = ucxtag::collective(collectives_++, shapeOf(op));
+    u = new UcxCollective(*this, r, ticket, op, channel, makeUcxSchedule(op, rank_, size()));
+  }
+  pending_[r.get()] = u;
+  if (op_timeout_.count() > 0 && op_timer_ == 0) armOpTimer(u->started() + op_timeout_);
+  UcxOp::Entry entry(*u);
+  u->start();
+}
+
+void UcxWorld::armOpTimer(Clock::time_point when) {
+  op_timer_ = ucx_->engine()->schedule(when, [this] { onOpTimer(); });
+}
+
+// op_timeout_ms: the oldest operation still running decides.
+void UcxWorld::onOpTimer() {
+  op_timer_ = 0;
+  if (aborted_ || stopped_ || pending_.empty()) return;
+  Clock::time_point oldest = Clock::time_point::max();
+  for (auto& [req, op] : pending_) oldest = std::min(oldest, op->started());
+  if (Clock::now() - oldest < op_timeout_) {
+    armOpTimer(oldest + op_timeout_);
+    return;
+  }
+  world_->breakWorld(-1, "an operation ran past op_timeout_ms=" + std::to_string(op_timeout_.count()), true);
+}
+
+void UcxWorld::finished(UcxOp* op, OpResult result) {
+  pending_.erase(op->request());
+  if (result.status == Status::Cancelled && !aborted_) {
+    order_.finishOutOfOrder(op->lane(), op->ticket(), std::move(result));
+  } else {
+    order_.finish(op->lane(), op->ticket(), std::move(result));
+  }
+  delete op;
+  if (stopping_ && pending_.empty()) drained_.notify_all();
+}
+
+bool UcxWorld::runsWhenBroken(const OpDesc& op) {
+  if (op.kind != OpKind::Recv) return false;
+  UcxEngine::Lock lock = ucx_->engine()->lock();
+  if (aborted_ || !departed(op.peer)) return false;
+  ucp_tag_recv_info_t info;
+  return ucp_tag_probe_nb(worker(), recvTag(op.peer, ucxtag::kP2p), ucxtag::kExact, 0, &info) != nullptr;
+}
+
+bool UcxWorld::cancel(Request& r) noexcept {
+  UcxEngine::Lock lock = ucx_->engine()->lock();
+  auto it = pending_.find(&r);
+  if (it == pending_.end()) return true;  // already finished: nothing to take back
+  UcxOp* op = it->second;
+  UcxOp::Entry entry(*op);
+  return op->takeBack();
+}
+
+void UcxWorld::transportFailed(int peer, const std::string& detail) {
+  // Inside a UCX callback: breaking (and closing endpoints) waits.
+  ucx_->engine()->defer([w = world_->shared_from_this(), peer, detail] { w->breakWorld(peer, detail, true); });
+}
+
+void UcxWorld::onLinkFailed(int peer, const std::string& why) {
+  if (!world_) return;
+  // A member that said goodbye may well exit: that breaks nothing more.
+  if (!departed(peer)) world_->breakWorld(peer, "rank " + std::to_string(peer) + " is unreachable: " + why, true);
+  // Its transfers will never finish: what only it held completes now,
+  // also when the world had broken before.
+  abandonWhatOnlyGonePeersHold();
+}
+
+void UcxWorld::postControl(int peer) {
+  auto c = std::make_unique<Control>();
+  c->world = this;
+  c->peer = peer;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.cb.recv = &Control::onRecv;
+  param.user_data = c.get();
+  Control* raw = c.get();
+  control_.push_back(std::move(c));
+  void* r = ucp_tag_recv_nbx(worker(), &raw->word, sizeof raw->word, recvTag(peer, ucxtag::kControl), ucxtag::kExact,
+                             &param);
+  if (UCS_PTR_IS_PTR(r) && !raw->ended) raw->request = r;
+}
+
+void UcxWorld::onControl(int peer, ucs_status_t status) {
+  if (status == UCS_ERR_CANCELED || aborted_ || !world_) return;
+  if (status != UCS_OK) {
+    transportFailed(peer, "the control channel from rank " + std::to_string(peer) + " failed in UCX: " +
+                              ucs_status_string(status));
+    return;
+  }
+  // Everything the peer sent before it left arrived before this, in order.
+  departed_[static_cast<size_t>(peer)] = true;
+  ucx_->engine()->defer([w = world_->shared_from_this(), this, peer] {
+    departing_ = true;
+    // Every member hears the goodbye itself: no notice to announce.
+    w->breakWorld(peer, "rank " + std::to_string(peer) + " left the world", false);
+    departing_ = false;
+  });
+}
+
+void UcxWorld::peerDeparted(int peer) {
+  for (auto [req, op] : pendingNow()) {
+    if (!stillPending(req, op)) continue;
+    UcxOp::Entry entry(*op);
+    op->peerDeparted(peer);
+  }
+}
+
+void UcxWorld::abort() noexcept {
+  UcxEngine::Lock lock = ucx_->engine()->lock();
+  if (aborted_) return;
+  if (departing_) {
+    for (int r = 0; r < size(); ++r) {
+      if (departed(r)) peerDeparted(r);
+    }
+    return;
+  }
+  abortAll();
+}
+
+void UcxWorld::abortAll() {
+  aborted_ = true;
+  for (auto& c : control_) {
+    if (c->request) ucp_request_cancel(worker(), c->request);
+  }
+  for (auto [req, op] : pendingNow()) {
+    if (!stillPending(req, op)) continue;  // an earlier abort finished it
+    UcxOp::Entry entry(*op);
+    op->abort();
+  }
+  // A break (not a destroy): this world's own endpoints go now, which
+  // completes what is pending on them. Shared ones carry other worlds.
+  if (world_->failure().status == Status::WorldBroken) forceClosePeerLinks();
+  abandonWhatOnlyGonePeersHold();
+}
+
+std::vector<std::pair<Request*, UcxOp*>> UcxWorld::pendingNow() const {
+  return std::vector<std::pair<Request*, UcxOp*>>(pending_.begin(), pending_.end());
+}
+
+bool UcxWorld::stillPending(Request* r, UcxOp* op) const {
+  auto it = pending_.find(r);
+  return it != pending_.end() && it->second == op;
+}
+
+void UcxWorld::abandonWhatOnlyGonePeersHold() {
+  for (auto [req, op] : pendingNow()) {
+    if (stillPending(req, op) && op->done() && op->onlyGonePeersHold()) abandon(op);
+  }
+}
+
+void UcxWorld::forceClosePeerLinks() {
+  for (int r = 0; r < size(); ++r) {
+    Peer& p = peers_[static_cast<size_t>(r)];
+    if (p.link->shared() || p.link->failed()) continue;
+    if (p.listening) p.link->unlisten(p.listener);
+    p.listening = false;
+    ucx_->links().release(p.link);
+  }
+}
+
+void UcxWorld::sendGoodbyes() {
+  static const uint64_t kBye = 0x6d77627965ull;  // "mwbye"
+  ucp_request_param_t param{};
+  for (int r = 0; r < size(); ++r) {
+    Peer& p = peers_[static_cast<size_t>(r)];
+    if (r == rank_ || p.link->failed() || !p.link->ep()) continue;
+    // Eager and tiny: copied out at once, nothing to wait for.
+    void* req = ucp_tag_send_nbx(p.link->ep(), &kBye, sizeof kBye, sendTag(r, ucxtag::kControl), &param);
+    if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);
+  }
+}
+
+void UcxWorld::abandon(UcxOp* op) {
+  // UCX may still call it back; it lives on with the context, unheard.
+  pending_.erase(op->request());
+  OpResult f = world_->failure();
+  if (op->done()) f = op->result();
+  const int lane = op->lane();
+  const OrderedCompletions::Ticket ticket = op->ticket();
+  op->orphan();
+  ucx_->adopt(std::unique_ptr<UcxOp>(op));
+  order_.finish(lane, ticket, f);
+}
+
+void UcxWorld::stop() noexcept {
+  UcxEngine::Lock lock = ucx_->engine()->lock();
+  if (stopped_) return;
+  stopped_ = true;
+  if (op_timer_) ucx_->engine()->cancel(op_timer_);
+  op_timer_ = 0;
+  if (world_->failure().status == Status::Cancelled) sendGoodbyes();
+  // Sends to live peers finish once the peers took them (or dropped them
+  // when they heard of the break), progressed by the engine's thread;
+  // give them a bounded time.
+  stopping_ = true;
+  ucx_->engine()->kick();
+  drained_.wait_for(lock, kStopGrace, [&] { return pending_.empty(); });
+  for (auto [req, op] : pendingNow()) abandon(op);
+  for (int r = 0; r < size(); ++r) {
+    Peer& p = peers_[static_cast<size_t>(r)];
+    if (p.listening) p.link->unlisten(p.listener);
+    p.listening = false;
+    ucx_->links().release(p.link);
+  }
+  for (auto& c : control_) {
+    c->world = nullptr;
+    if (c->request) ucp_request_cancel(worker(), c->request);
+    // Cancelling an unmatched receive calls it back at once; one that is
+    // somehow still held stays allocated rather than be called back freed.
+    if (c->request) c.release();
+  }
+  control_.clear();
+  ucx_->retireWorldId(world_id_);
+}
+
+}  // namespace mw

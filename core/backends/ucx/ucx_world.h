@@ -1,0 +1,121 @@
+// One world on UCX: tag-matched point-to-point and collectives over the
+// context's one worker, started on the issuing thread and finished by
+// whoever progresses the engine. No thread of its own.
+//
+// Faults: a failing link (UCX error, or the death of a process of this
+// host, seen through its pidfd) breaks every world on it, naming the peer.
+// A break cancels every pending receive, force-closes the world's own
+// endpoints and completes every request once UCX has let go of its
+// buffers.
+//
+// A member that leaves (mw_world_destroy) sends each peer a goodbye after
+// everything else it sent. The world breaks there, but the operations in
+// flight go on with what already arrived: only those that need more from
+// the member that left, or send to it, fail. So a barrier followed by
+// destroy ends the barrier on every member, as it does on Gloo, where the
+// others see the connection close once what was sent has arrived.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backends/ucx/ucx_context.h"
+#include "core/deadline.h"
+#include "core/ordered_completions.h"
+#include "core/world_backend.h"
+
+namespace mw {
+
+class RedisPool;
+class UcxLink;
+class UcxOp;
+
+class UcxWorld : public WorldBackend {
+ public:
+  // Rendezvous over Redis under `store_prefix` (the world epoch's keys):
+  // publishes this member's worker address and connects to every member.
+  // Throws Error (Timeout, Store, Backend, Unsupported).
+  static std::unique_ptr<UcxWorld> connect(std::shared_ptr<UcxContext> ucx, RedisPool& pool,
+                                           const std::string& store_prefix, int rank, int size, Deadline deadline);
+  ~UcxWorld() override;
+
+  void start(World& world) override;
+  void submit(const OpDesc& op, const std::shared_ptr<Request>& r) override;
+  bool cancel(Request& r) noexcept override;
+  bool runsWhenBroken(const OpDesc& op) override;
+  void abort() noexcept override;
+  void stop() noexcept override;
+  std::shared_ptr<ProgressDriver> driver() override { return ucx_->engine(); }
+
+  // For the operations (under the engine lock).
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(peers_.size()); }
+  UcxEngine& engine() { return *ucx_->engine(); }
+  ucp_worker_h worker() { return ucx_->engine()->worker(); }
+  // The endpoint and tag of a message to `peer` on `channel`.
+  ucp_ep_h endpoint(int peer) const;
+  uint64_t sendTag(int peer, uint64_t channel) const;
+  uint64_t recvTag(int peer, uint64_t channel) const;
+  bool peerGone(int peer) const;  // its link failed: UCX will never finish with it
+  // It left the world (its goodbye came after everything it sent): what
+  // it sent can still be received, nothing more will come from it, and
+  // nothing sent to it will be received.
+  bool departed(int peer) const { return departed_[static_cast<size_t>(peer)]; }
+  // Every operation fails from now on (not only those needing a member
+  // that left).
+  bool aborted() const { return aborted_; }
+  OpResult failure() const;
+  // An operation ended: delivered in its lane's order; `op` is deleted.
+  void finished(UcxOp* op, OpResult result);
+  // A transfer failed in a way that says the world cannot go on.
+  void transportFailed(int peer, const std::string& detail);
+
+ private:
+  struct Peer {
+    std::shared_ptr<UcxLink> link;
+    uint32_t world_id = 0;  // this world's id at the peer
+    uint64_t listener = 0;
+    bool listening = false;
+  };
+  struct Control;
+
+  UcxWorld(std::shared_ptr<UcxContext> ucx, int rank, uint32_t world_id);
+  void postControl(int peer);
+  void onControl(int peer, ucs_status_t status);
+  void peerDeparted(int peer);
+  void abortAll();
+  void onLinkFailed(int peer, const std::string& why);
+  void sendGoodbyes();
+  void forceClosePeerLinks();
+  void abandon(UcxOp* op);
+  void armOpTimer(Clock::time_point when);
+  void onOpTimer();
+  void abandonWhatOnlyGonePeersHold();
+  std::vector<std::pair<Request*, UcxOp*>> pendingNow() const;
+  bool stillPending(Request* r, UcxOp* op) const;
+
+  const std::shared_ptr<UcxContext> ucx_;
+  const int rank_;
+  const uint32_t world_id_;  // ours: in the tags of messages to us
+  std::vector<Peer> peers_;
+  World* world_ = nullptr;
+
+  // Under the engine lock.
+  OrderedCompletions order_;
+  std::map<Request*, UcxOp*> pending_;
+  std::vector<std::unique_ptr<Control>> control_;
+  uint64_t collectives_ = 0;  // issued so far: the next one's sequence number
+  std::vector<bool> departed_;
+  std::chrono::milliseconds op_timeout_{0};
+  UcxEngine::TimerId op_timer_ = 0;  // 0: none armed
+  bool departing_ = false;  // abort() from a departure: fail only what needs the member
+  bool aborted_ = false;
+  bool stopping_ = false;
+  bool stopped_ = false;
+  std::condition_variable_any drained_;  // stop(): pending_ emptied
+};
+
+}  // namespace mw

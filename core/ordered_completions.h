@@ -1,0 +1,51 @@
+// Completion order for a self-driven backend, the same as the lanes give a
+// blocking one: sends and collectives complete in issue order, and so do
+// the receives from each peer, on their own. An operation that finishes
+// early waits for the earlier ones of its lane; a cancelled operation
+// completes at once (it has no data to order).
+//
+// Not thread-safe: the backend calls it under its own lock.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/op.h"
+
+namespace mw {
+
+class Request;
+
+class OrderedCompletions {
+ public:
+  static constexpr int kMainLane = -1;
+  using Ticket = uint64_t;
+
+  // The lane of `op`: kMainLane, or the source rank of a receive.
+  static int laneOf(const OpDesc& op) { return op.kind == OpKind::Recv ? op.peer : kMainLane; }
+
+  // In issue order: reserves `r`'s place in its lane.
+  Ticket enqueue(int lane, std::shared_ptr<Request> r);
+  // The operation behind `t` ended with `result`; completes it and every
+  // later one of its lane that had ended already, in order.
+  void finish(int lane, Ticket t, OpResult result);
+  // Takes `t` out of its lane and completes it now (cancelled).
+  void finishOutOfOrder(int lane, Ticket t, OpResult result);
+
+ private:
+  struct Slot {
+    Ticket ticket;
+    std::shared_ptr<Request> request;
+    bool ended = false;
+    OpResult result;
+  };
+  Slot* find(int lane, Ticket t);
+  void release(std::deque<Slot>& lane);
+
+  Ticket next_ = 1;
+  std::map<int, std::deque<Slot>> lanes_;
+};
+
+}  // namespace mw
