@@ -352,8 +352,22 @@ def compat_calls(url, rank, backend):
             raise AssertionError("add_world accepted an existing name")
         except ValueError:
             pass
-        await comm.all_reduce(torch.zeros(1), world_name="c")  # the last one: everyone is done
-        wm.remove_world("c")
+        # A member that leaves breaks the world and can fail the others' last
+        # operation (UCX: its send completes before the receiver has it), so
+        # rank 0 leaves last, once the others are through; they learn it as
+        # BrokenWorldException, and the world is removed for them.
+        token = torch.zeros(1)
+        if rank == 0:
+            for src in (1, 2):
+                await comm.recv(token, src, "c")
+            wm.remove_world("c")
+        else:
+            await comm.send(token, 0, "c")
+            try:
+                await comm.recv(token, 0, "c")  # never sent
+                raise AssertionError("a recv that nobody sends completed")
+            except BrokenWorldException as e:
+                assert e.world == "c", e.world
         assert comm.is_broken("c")
         try:
             await comm.send(mine, 1, "c")

@@ -77,6 +77,27 @@ def step_numbers(args):
     return itertools.count(1) if args.steps == 0 else range(1, args.steps + 1)
 
 
+async def leave(wm, world, rank, size):
+    """Leaves `world` without cutting off a member that still needs messages
+    from this one. A member that leaves breaks the world for the others, and
+    that can fail their last operation even when this member's part of it is
+    done (a send completes once it is on its way). So the leader, rank 0,
+    leaves last: once every worker has said it is through. A worker then
+    learns that the leader left as BrokenWorldException, its cue to go."""
+    token = torch.zeros(1)
+    comm = wm.communicator
+    if rank == 0:
+        for src in range(1, size):
+            await comm.recv(token, src, world_name=world)
+        wm.remove_world(world)
+        return
+    await comm.send(token, 0, world_name=world)
+    try:
+        await comm.recv(token, 0, world_name=world)  # never sent: ends when the leader leaves
+    except BrokenWorldException:
+        pass
+
+
 def run_collective(doc, step):
     """The program of a collective example: joins the worlds of the command
     line and runs `await step(communicator, world, rank, size, n)` at every
@@ -99,10 +120,10 @@ async def _collective(args, step):
                     await asyncio.sleep(args.pause)
                 await step(comm, world, rank, args.size, n)
                 print(f"{world} rank {rank}: step {n} ok", flush=True)
+            await leave(wm, world, rank, args.size)  # the leader's other worlds go on
         except BrokenWorldException as e:
             print(f"{world} rank {rank}: {e}", flush=True)
             return False
-        wm.remove_world(world)  # done with it; the leader's other worlds go on
         return True
 
     if all(await asyncio.gather(*(member(world, rank) for world, rank in args.worlds))):

@@ -21,7 +21,7 @@ import asyncio
 
 import torch
 
-from common import check, filled, parse_args, step_numbers, value
+from common import check, filled, leave, parse_args, step_numbers, value
 
 from multiworld.compat import BrokenWorldException, WorldManager
 
@@ -54,6 +54,7 @@ async def main(args):
     async def member(world, rank):
         try:
             await (lead(comm, world, args) if rank == 0 else work(comm, world, rank, args))
+            await leave(wm, world, rank, args.size)  # after --steps
         except BrokenWorldException as e:
             left = [w for w, _ in args.worlds if not comm.is_broken(w)]
             print(f"{world} is gone ({e}); still in: {', '.join(left) or 'none'}", flush=True)
