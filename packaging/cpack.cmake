@@ -5,6 +5,7 @@
 #   nccl       libmultiworld<major>-nccl multiworld-nccl       the NCCL plugin (when built)
 #   dev        libmultiworld-dev         multiworld-devel      header, libmultiworld.so, .pc, CMake files
 #   tools      multiworld-tools          multiworld-tools      the `multiworld` CLI
+#   python     python3-multiworld        python3-multiworld    the Python package (with the bindings)
 #   java       (reserved, see below)
 #
 #   cpack -G DEB        # in the build tree
@@ -42,6 +43,9 @@ if(TARGET multiworld_nccl)
 endif()
 if(TARGET multiworld_cli)
   list(APPEND CPACK_COMPONENTS_ALL tools)
+endif()
+if(TARGET multiworld_python)
+  list(APPEND CPACK_COMPONENTS_ALL python)
 endif()
 # ---- Java (reserved, not implemented yet) ---------------------------------------
 # When bindings/java installs its jar and libmultiworld_jni.so, it should do
@@ -118,6 +122,16 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
 # `multiworld demo` starts its own redis-server.
 set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS redis-server)
 
+# Pure Python over libmultiworld.so.<major> (ctypes): no ELF file, so no
+# generated dependencies; torch and numpy are optional.
+set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-multiworld)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_ARCHITECTURE all)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "python3 (>= 3.8)")
+set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS "python3-numpy")
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SUGGESTS "python3-torch, redis-server")
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SHLIBDEPS OFF)
+
 # ---- RPM ------------------------------------------------------------------------
 set(CPACK_RPM_COMPONENT_INSTALL ON)
 set(CPACK_RPM_FILE_NAME RPM-DEFAULT)
@@ -147,6 +161,11 @@ set(CPACK_RPM_TOOLS_PACKAGE_NAME multiworld-tools)
 set(CPACK_RPM_TOOLS_PACKAGE_SUMMARY "The multiworld command-line tool (demo, status, bench)")
 set(CPACK_RPM_TOOLS_PACKAGE_REQUIRES "multiworld-libs = ${_mw_version}")
 
+set(CPACK_RPM_PYTHON_PACKAGE_NAME python3-multiworld)
+set(CPACK_RPM_PYTHON_PACKAGE_SUMMARY "multiworld for Python (PyTorch and NumPy)")
+set(CPACK_RPM_PYTHON_PACKAGE_ARCHITECTURE noarch)
+set(CPACK_RPM_PYTHON_PACKAGE_REQUIRES "multiworld-libs = ${_mw_version}, python3 >= 3.8")
+
 include(CPack)
 
 cpack_add_component(runtime
@@ -163,4 +182,8 @@ cpack_add_component(dev
 cpack_add_component(tools
   DISPLAY_NAME "multiworld command-line tool"
   DESCRIPTION "The `multiworld` tool: demo, status and bench."
+  DEPENDS runtime)
+cpack_add_component(python
+  DISPLAY_NAME "multiworld for Python"
+  DESCRIPTION "The Python package multiworld (import multiworld): worlds for torch tensors and numpy arrays, asyncio support, and multiworld.compat for pymultiworld programs."
   DEPENDS runtime)

@@ -6,11 +6,13 @@
 #   deb_pkgconfig_consumer     an outside C program built with `pkg-config --cflags --libs multiworld` only
 #   deb_find_package_consumer  the same with find_package(MultiWorld) only
 #   deb_dlopen                 the dlopen test against the unpacked library
+#   deb_python                 the system python3 imports multiworld from the unpacked python3-multiworld
+#                              and runs a world (library from the loader's path, then from MW_LIB)
 #   rpm                        cpack -G RPM; rpm -qpl / -qpR show the expected files and requirements
 #
 # The environment comes from packaging/CMakeLists.txt: MW_SOURCE_DIR,
 # MW_BUILD_DIR, MW_WORK, MW_COMPONENTS (comma-separated), MW_VERSION, MW_MAJOR,
-# MW_LIBDIR, MW_INCLUDEDIR, MW_BINDIR, MW_CMAKEDIR, MW_PKGCONFIGDIR, MW_CMAKE,
+# MW_LIBDIR, MW_INCLUDEDIR, MW_BINDIR, MW_CMAKEDIR, MW_PKGCONFIGDIR, MW_PYTHONDIR, MW_CMAKE,
 # MW_CPACK, CC, MW_EXAMPLE_C, MW_DLOPEN_TEST. Programs built against the
 # unpacked packages run with LD_LIBRARY_PATH at its library directory; their
 # own dependencies (libgloo0, libhiredis0.14) come from the system.
@@ -27,6 +29,9 @@ have_tools=0
 have_nccl=0
 [[ ",$MW_COMPONENTS," == *,nccl,* ]] && have_nccl=1
 nccl_deb=libmultiworld$MW_MAJOR-nccl
+have_python=0
+[[ ",$MW_COMPONENTS," == *,python,* ]] && have_python=1
+pydir=/$prefix/$MW_PYTHONDIR/multiworld
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # has FILE-LIST PATH...: every PATH is in FILE-LIST (one path a line)
@@ -62,7 +67,6 @@ case $step in
   deb_build)
     rm -rf "$MW_WORK"
     mkdir -p "$MW_WORK/deb" "$root"
-    # The bindings' components are not packaged here, only the C/C++ ones.
     (cd "$MW_BUILD_DIR" &&
       "$MW_CPACK" --config CPackConfig.cmake -G DEB -B "$MW_WORK/deb" \
         -D "CPACK_COMPONENTS_ALL=$components") >"$MW_WORK/cpack-deb.log" 2>&1 ||
@@ -80,6 +84,7 @@ case $step in
     expected=("$runtime_deb" libmultiworld-dev)
     ((have_tools)) && expected+=(multiworld-tools)
     ((have_nccl)) && expected+=("$nccl_deb")
+    ((have_python)) && expected+=(python3-multiworld)
     n=$(ls "$MW_WORK"/deb/*.deb | wc -l)
     ((n == ${#expected[@]})) || fail "expected ${#expected[@]} packages (${expected[*]}), got: $(ls "$MW_WORK/deb")"
 
@@ -136,6 +141,18 @@ case $step in
       depends=$(dpkg-deb -f "$(deb_of "$runtime_deb")" Depends)
       ! grep -Eiq 'cuda|nccl' <<<"$depends" || fail "$runtime_deb depends on CUDA or NCCL: $depends"
     fi
+    if ((have_python)); then
+      deb=$(deb_of python3-multiworld)
+      files=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
+      echo "$(basename "$deb"):"$'\n'"$files"
+      has "$files" "$pydir/__init__.py" "$pydir/_capi.py" "$pydir/compat.py"
+      has_not "$files" "$pydir/__pycache__/"
+      [[ "$(dpkg-deb -f "$deb" Architecture)" == all ]] || fail "python3-multiworld is not Architecture: all"
+      depends=$(dpkg-deb -f "$deb" Depends)
+      echo "Depends: $depends"
+      [[ "$depends" == *"$runtime_deb (= $v)"* ]] || fail "python3-multiworld does not depend on $runtime_deb (= $v)"
+      [[ "$depends" == *python3* ]] || fail "python3-multiworld does not depend on python3"
+    fi
     echo "OK: deb packages as expected"
     ;;
 
@@ -179,6 +196,38 @@ case $step in
       fail "the dlopen test did not load the unpacked library"
     ;;
 
+  deb_python)
+    ((have_python)) || { echo "no python component in this build"; exit 0; }
+    # What a program does after installing python3-multiworld: import it with
+    # the system interpreter and run a one-rank world.
+    check='import multiworld as mw, numpy as np, sys
+with mw.Context() as ctx, ctx.create_world("pkg", 0, 1, backend="gloo", timeout=10) as w:
+    a = np.arange(4, dtype=np.float32)
+    assert w.all_reduce(a).wait(10) is a and a.tolist() == [0, 1, 2, 3]
+print(mw.library_path(), mw.__file__)'
+    py=/usr/bin/python3
+    # the loader's path (as with libmultiworld0 installed)
+    out=$(PYTHONPATH=$root/$prefix/$MW_PYTHONDIR run_with_redis "$py" -c "$check")
+    echo "$out"
+    [[ "$out" == "libmultiworld.so.$MW_MAJOR $root$pydir/__init__.py" ]] || fail "unexpected: $out"
+    grep -q "$libdir/libmultiworld.so.$MW_MAJOR" <(PYTHONPATH=$root/$prefix/$MW_PYTHONDIR LD_LIBRARY_PATH=$libdir \
+      "$py" -c 'import multiworld; print(open("/proc/self/maps").read())') || fail "did not load $libdir's library"
+    # MW_LIB names the library
+    out=$(PYTHONPATH=$root/$prefix/$MW_PYTHONDIR MW_LIB=$libdir/libmultiworld.so.$MW_MAJOR \
+      "$MW_SOURCE_DIR/tests/with_redis.sh" "$py" -c "$check")
+    echo "$out"
+    [[ "$out" == "$libdir/libmultiworld.so.$MW_MAJOR "* ]] || fail "MW_LIB not used: $out"
+    # without either, the import says what is missing (unless one is installed)
+    if ldconfig -p | grep -q "libmultiworld\.so\.$MW_MAJOR "; then
+      echo "OK: python3 imports multiworld from the package"
+      exit 0
+    fi
+    rc=0
+    err=$(PYTHONPATH=$root/$prefix/$MW_PYTHONDIR "$py" -c 'import multiworld' 2>&1) || rc=$?
+    ((rc != 0)) && grep -q "install libmultiworld$MW_MAJOR, or set MW_LIB" <<<"$err" || fail "import without a library: $err"
+    echo "OK: python3 imports multiworld from the package"
+    ;;
+
   rpm)
     command -v rpmbuild >/dev/null || fail "rpmbuild not found: apt-get install rpm (scripts/packages/packaging.list)"
     out=$MW_WORK/rpm
@@ -197,6 +246,7 @@ case $step in
     expected=(multiworld-libs multiworld-devel)
     ((have_tools)) && expected+=(multiworld-tools)
     ((have_nccl)) && expected+=(multiworld-nccl)
+    ((have_python)) && expected+=(python3-multiworld)
     n=$(ls "$out"/*.rpm | wc -l)
     ((n == ${#expected[@]})) || fail "expected ${#expected[@]} rpms (${expected[*]}), got: $(ls "$out")"
 
@@ -237,6 +287,14 @@ case $step in
       reqs=$(rpm -qpR "$f")
       grep -q "^multiworld-libs = $v" <<<"$reqs" || fail "multiworld-nccl does not require multiworld-libs = $v: $reqs"
       grep -q '^libnccl' <<<"$reqs" || fail "multiworld-nccl does not require libnccl: $reqs"
+    fi
+    if ((have_python)); then
+      f=$(ls "$out"/python3-multiworld-"$v"-*.noarch.rpm 2>/dev/null | head -1)
+      [[ -n "$f" ]] || fail "no noarch python3-multiworld rpm in $out: $(ls "$out")"
+      files=$(rpm -qpl "$f")
+      echo "rpm -qpl $(basename "$f"):"$'\n'"$files"
+      has "$files" "$pydir/__init__.py" "$pydir/_capi.py"
+      rpm -qpR "$f" | grep -q "^multiworld-libs = $v" || fail "python3-multiworld does not require multiworld-libs = $v"
     fi
     echo "OK: rpm packages as expected"
     ;;
