@@ -16,6 +16,7 @@ struct BenchOptions {
   std::size_t trials = 20;          // --trials N (faults: per fault kind; create: creates per case)
   std::size_t max_senders = 32;     // --max-senders K (fanin): largest sender count run
   int device = 0;                   // --device N (nccl): the CUDA device
+  bool ucx = true;                  // --backend ucx|gloo: OURS' host backend (all but nccl)
   std::string redis_url;            // --redis URL; p2p: else MW_REDIS_URL; else a private redis-server
   std::string command;              // the command line, for the report header
 };

@@ -23,6 +23,8 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "bench/raw_ucx.h"
+
 namespace mwbench {
 namespace common {
 
@@ -285,6 +287,40 @@ bool writeJson(const std::string& path, const std::string& bench, const std::str
   ok = std::fclose(f) == 0 && ok;
   if (!ok) std::fprintf(stderr, "mw_bench %s: writing %s failed\n", bench.c_str(), path.c_str());
   return ok;
+}
+
+mw_backend_t backendOf(const BenchOptions& opt) { return opt.ucx ? MW_BACKEND_UCX : MW_BACKEND_GLOO; }
+
+const char* backendName(const BenchOptions& opt) { return opt.ucx ? "ucx" : "gloo"; }
+
+std::string resultsName(const std::string& suite, const BenchOptions& opt) {
+  return opt.ucx ? suite : suite + " (gloo)";
+}
+
+std::string ucxTransport() {
+  if (RawUcx::sharedMemoryAllowed()) return "shm";
+  const char* tls = std::getenv("UCX_TLS");
+  return tls ? tls : "";
+}
+
+JsonRow backendFields(const BenchOptions& opt) {
+  JsonRow top = {{"backend", jsonString(backendName(opt))}};
+  if (opt.ucx) {
+    const char* tls = std::getenv("UCX_TLS");
+    top.push_back({"transport", jsonString(ucxTransport())});
+    top.push_back({"ucx_tls", tls ? jsonString(tls) : "null"});
+  }
+  return top;
+}
+
+int threadCount() {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
 }
 
 std::vector<std::size_t> sizesOf(const BenchOptions& opt) {
