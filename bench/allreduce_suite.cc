@@ -221,7 +221,7 @@ int runAllreduceSuite(const BenchOptions& opt) {
                     {"ours_lat_us", jnum(r.ours_lat_us)},
                     {"raw_lat_us", jnum(r.raw_lat_us)}});
     }
-    if (!writeJson(opt.json_path, name, opt.command, machine, jr, backendFields(opt))) return 1;
+    if (!writeJson(opt.json_path, name, opt.command, machine, jr, backendFields(opt, "gloo"))) return 1;
   }
   return 0;
 }

@@ -291,7 +291,7 @@ int runCreateSuite(const BenchOptions& opt) {
                     {"raw_p99_ms", jnum(r.raw_p99)},
                     {"ratio", jnum(ratioOf(r))}});
     }
-    if (!writeJson(opt.json_path, name, opt.command, machine, jr, backendFields(opt))) return 1;
+    if (!writeJson(opt.json_path, name, opt.command, machine, jr, backendFields(opt, "gloo"))) return 1;
   }
   return 0;
 }

@@ -139,7 +139,7 @@ int runFaninSuite(const BenchOptions& opt) {
       if (opt.ucx) j.push_back({"gloo_gbps", jnum(r.gloo_gbps)});
       jr.push_back(std::move(j));
     }
-    if (!writeJson(opt.json_path, name, opt.command, machine, jr, backendFields(opt))) return 1;
+    if (!writeJson(opt.json_path, name, opt.command, machine, jr, backendFields(opt, backendName(opt)))) return 1;
   }
   return 0;
 }

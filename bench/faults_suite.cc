@@ -898,7 +898,9 @@ bool writeJson(const std::string& path, const BenchOptions& opt, const std::stri
   std::fprintf(f, "{\"bench\": %s, \"command\": %s, \"machine\": %s, ",
                jsonString(common::resultsName("faults", opt)).c_str(), jsonString(opt.command).c_str(),
                jsonString(machine).c_str());
-  for (const auto& [key, value] : common::backendFields(opt)) std::fprintf(f, "%s: %s, ", jsonString(key).c_str(), value.c_str());
+  for (const auto& [key, value] : common::backendFields(opt)) {
+    std::fprintf(f, "%s: %s, ", jsonString(key).c_str(), value.c_str());
+  }
   std::fprintf(f, "\"rows\": [");
   const char* sep = "";
   for (const KindResult& r : kinds) {

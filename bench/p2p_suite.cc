@@ -385,7 +385,7 @@ int runP2pSuite(const BenchOptions& opt) {
     return 1;
   }
   if (!opt.json_path.empty()) {
-    common::JsonRow top = common::backendFields(opt);
+    common::JsonRow top = common::backendFields(opt, common::backendName(opt));
     if (opt.ucx) top.push_back({"raw_error_mode", jsonString(RawUcx::errorModeName())});
     if (!common::writeJson(opt.json_path, name, opt.command, machine, jsonRows(rows, opt.ucx), top)) return 1;
   }

@@ -303,8 +303,9 @@ std::string ucxTransport() {
   return tls ? tls : "";
 }
 
-JsonRow backendFields(const BenchOptions& opt) {
+JsonRow backendFields(const BenchOptions& opt, const char* raw) {
   JsonRow top = {{"backend", jsonString(backendName(opt))}};
+  if (raw) top.push_back({"raw", jsonString(raw)});
   if (opt.ucx) {
     const char* tls = std::getenv("UCX_TLS");
     top.push_back({"transport", jsonString(ucxTransport())});

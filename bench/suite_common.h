@@ -109,9 +109,10 @@ using JsonRow = std::vector<std::pair<std::string, std::string>>;
 bool writeJson(const std::string& path, const std::string& bench, const std::string& command,
                const std::string& machine, const std::vector<JsonRow>& rows, const JsonRow& top = {});
 std::string jnum(double v);
-// The JSON fields every host suite's results carry at the top: backend and,
-// with UCX, transport and UCX_TLS.
-JsonRow backendFields(const BenchOptions& opt);
+// The JSON fields every host suite's results carry at the top: backend,
+// with UCX transport and UCX_TLS, and `raw` (what the raw_* columns
+// measured: "ucx" or "gloo") when given.
+JsonRow backendFields(const BenchOptions& opt, const char* raw = nullptr);
 
 }  // namespace common
 }  // namespace mwbench
