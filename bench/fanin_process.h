@@ -5,7 +5,8 @@
 //   OURS  K two-rank multiworld worlds "fan-<k>", the leader completing
 //         through mw_poll;
 //   UCX   one raw ucp worker per process (bench/raw_ucx.h), the leader's
-//         receives matched by the sender's tag and reaped by polling;
+//         receives matched by the sender's tag and reaped by polling, the
+//         senders spinning briefly and then sleeping, as OURS' do;
 //   GLOO  one gloo::rendezvous::Context of K+1, the leader waiting round
 //         robin (it also carries the barriers).
 #pragma once

@@ -1,5 +1,7 @@
 #include "bench/raw_ucx.h"
 
+#include <poll.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
@@ -72,6 +74,12 @@ RawUcx::RawUcx() {
   }
   address_.assign(reinterpret_cast<const char*>(addr), len);
   ucp_worker_release_address(worker_, addr);
+  s = ucp_worker_get_efd(worker_, &efd_);
+  if (s != UCS_OK) {
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+    fail("ucp_worker_get_efd", s);
+  }
 }
 
 RawUcx::~RawUcx() {
@@ -172,6 +180,19 @@ void RawUcx::progressUntil(const bool& flag, double timeout_s, const char* what)
 
 void RawUcx::wait(RawUcxOp& op, double timeout_s) {
   progressUntil(op.done, timeout_s, "wait");
+  if (op.status != UCS_OK) fail("a transfer failed", op.status);
+}
+
+void RawUcx::waitSleeping(RawUcxOp& op, double spin_s, double timeout_s) {
+  const double start = now(), spin_end = start + spin_s, deadline = start + timeout_s;
+  while (!op.done) {
+    if (ucp_worker_progress(worker_) != 0 || now() < spin_end) continue;
+    if (ep_error_ != UCS_OK) fail("wait", ep_error_);
+    if (now() > deadline) throw RawUcxError("raw UCX: wait: nothing completed within " + std::to_string(timeout_s) + " s");
+    if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;  // events came in meanwhile
+    pollfd p{efd_, POLLIN, 0};
+    ::poll(&p, 1, 1);
+  }
   if (op.status != UCS_OK) fail("a transfer failed", op.status);
 }
 

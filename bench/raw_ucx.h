@@ -53,6 +53,10 @@ class RawUcx {
 
   // Progresses until `op` is done (or `timeout_s` passed: throws).
   void wait(RawUcxOp& op, double timeout_s);
+  // The same, the way a UCX program shares a CPU: polls for `spin_s`, then
+  // sleeps on the worker's event fd (ucp_worker_arm), at most 1 ms at a
+  // time (shared memory does not wake a sender when the peer makes room).
+  void waitSleeping(RawUcxOp& op, double spin_s, double timeout_s);
   // Progresses until at least one op with `queue` set completed, then moves
   // every such completed op into `out` (cleared first).
   void poll(std::vector<RawUcxOp*>& out, double timeout_s);
@@ -76,6 +80,7 @@ class RawUcx {
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  int efd_ = -1;  // the worker's event fd
   std::string address_;
   std::vector<ucp_ep_h> eps_;
   std::vector<RawUcxOp*> completed_;

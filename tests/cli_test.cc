@@ -67,9 +67,8 @@ TEST(Cli, BenchP2pOnUcxComparesThreeImplementations) {
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string json = std::string(dir) + "/p2p.json";
   std::string out;
-  const int rc = run("env -u MW_REDIS_URL " + kCli + " bench p2p --backend ucx --iters 20 --rounds 1 --max-bytes 4096 --json " +
-                         json,
-                     &out);
+  const std::string args = " bench p2p --backend ucx --iters 20 --rounds 1 --max-bytes 4096 --json " + json;
+  const int rc = run("env -u MW_REDIS_URL " + kCli + args, &out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("gloo_lat_us"), std::string::npos) << out;
   std::string doc;
