@@ -90,7 +90,9 @@ Context::~Context() {
     if (w->destroy()) watchdog_->recordLeft(*w);
   }
   watchdog_.reset();
-  ucx_.reset();  // closes its endpoints and stops its thread
+  // Requests the program did not free may still hold it; its endpoints and
+  // thread go now regardless.
+  if (ucx_) ucx_->shutdown();
 }
 
 std::shared_ptr<UcxContext> Context::ucx() {

@@ -130,6 +130,20 @@ void LaneBackend::stop() noexcept {
   if (!stuck_) comm_->close();  // else the destructor closes it
 }
 
+std::string LaneBackend::explain(const TransportError& e) {
+  const std::chrono::milliseconds op_timeout = world_->opTimeout();
+  if (op_timeout.count() > 0) {
+    const auto now = Clock::now();
+    std::lock_guard<std::mutex> lock(m_);
+    for (auto& [peer, lane] : lanes_) {
+      if (lane->running && lane->deadline <= now) {
+        return "an operation ran past op_timeout_ms=" + std::to_string(op_timeout.count()) + " (" + e.what() + ")";
+      }
+    }
+  }
+  return e.what();
+}
+
 void LaneBackend::laneMain(Lane& lane) {
   std::string thread_name = (lane.peer == kMainLane ? "mw:" : "mw<" + std::to_string(lane.peer) + ":") + world_->name();
   thread_name.resize(std::min<size_t>(thread_name.size(), 15));
@@ -159,7 +173,7 @@ void LaneBackend::laneMain(Lane& lane) {
       }
     }
     if (item.request) {
-      runItem(item);
+      runItem(lane, item);
       item = Item{};  // the operation's buffers go before the lane counts as idle
       std::lock_guard<std::mutex> lock(m_);
       lane.running = false;
@@ -167,13 +181,13 @@ void LaneBackend::laneMain(Lane& lane) {
       try {
         comm_->idleWait();
       } catch (const TransportError& e) {
-        world_->breakWorld(e.peerRank(), e.what(), true);
+        world_->breakWorld(e.peerRank(), explain(e), true);
       }
     }
   }
 }
 
-void LaneBackend::runItem(Item& item) {
+void LaneBackend::runItem(Lane& lane, Item& item) {
   bool aborted;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -199,18 +213,17 @@ void LaneBackend::runItem(Item& item) {
     item.request->complete(f.status, f.detail);
     return;
   }
-  const std::chrono::milliseconds op_timeout = world_->opTimeout();
-  Deadline deadline = deadlineAfter(op_timeout);
+  const Deadline deadline = deadlineAfter(world_->opTimeout());
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    lane.deadline = deadline;
+  }
   try {
     OpResult r = item.op->run(deadline);
     item.request->complete(r.status, r.detail);
     return;
   } catch (const TransportError& e) {
-    std::string detail = e.what();
-    if (op_timeout.count() > 0 && Clock::now() >= deadline) {
-      detail = "operation ran past op_timeout_ms=" + std::to_string(op_timeout.count()) + " (" + detail + ")";
-    }
-    world_->breakWorld(e.peerRank(), detail, true);
+    world_->breakWorld(e.peerRank(), explain(e), true);
   } catch (const std::exception& e) {
     world_->breakWorld(-1, std::string("backend failure: ") + e.what(), true);
   }

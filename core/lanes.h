@@ -42,14 +42,18 @@ class LaneBackend : public WorldBackend {
     std::condition_variable cv;
     std::thread thread;
     bool running = false;  // an item taken from the queue has not finished
+    Deadline deadline{};   // of the running item: op_timeout_ms
     bool exited = false;
   };
 
   Lane& laneFor(const OpDesc& op);  // under m_
   Lane& lane(int key);               // under m_; starts the lane's thread
   void laneMain(Lane& lane);
-  void runItem(Item& item);
+  void runItem(Lane& lane, Item& item);
   void notifyAll();  // under m_
+  // Why the transport failed: a running operation past op_timeout_ms
+  // makes every lane fail (Gloo closes all pairs), and is the reason.
+  std::string explain(const TransportError& e);
 
   std::unique_ptr<Communicator> comm_;
   World* world_ = nullptr;  // owns this backend

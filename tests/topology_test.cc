@@ -1,8 +1,9 @@
 // Many worlds per process: overlapping pairwise worlds among three
 // processes, 32 worlds shared by two processes, 32 size-1 worlds in one
 // process, all exchanging checked data at the same time through async ops
-// and mw_poll; and 200 create/destroy cycles of one world name without any
-// growth in file descriptors, threads or memory.
+// and mw_poll; 64 worlds in one process with no more threads than one
+// (UCX); and 200 create/destroy cycles of one world name without any growth
+// in file descriptors, threads or memory.
 //
 // The parent process never creates a context: all multiworld work happens in
 // forked workers.
@@ -359,6 +360,45 @@ int cyclesWorker(const std::string& url, int rank) {
   return failures ? 1 : 0;
 }
 
+// 64 two-rank worlds between two processes, all moving data: the threads of
+// each process with 64 worlds open, against its threads with one.
+int threadsWorker(const std::string& url, int rank) {
+  constexpr int kWorlds = 64, kMaxThreads = 8;
+  mw_context_t* ctx = mwtest::newContext(url, kSettings);
+  MWT_REQUIRE(ctx);
+  std::vector<mw_world_t*> worlds(kWorlds, nullptr);
+  int with_one = -1;
+  for (int i = 0; i < kWorlds; ++i) {
+    const std::string name = "threads-" + std::to_string(i);
+    MWT_CHECK(mw_world_create(ctx, name.c_str(), rank, 2, mwtest::hostBackend(), 0, 30000, &worlds[i]));
+    if (i == 0) with_one = mwtest::threadCount();
+  }
+  // Every world carries a message each way, so nothing is started lazily.
+  std::vector<int32_t> out(kWorlds), in(kWorlds, -1);
+  std::vector<mw_request_t*> reqs;
+  for (int i = 0; i < kWorlds; ++i) {
+    out[i] = i * 2 + rank;
+    mw_request_t *s = nullptr, *r = nullptr;
+    MWT_CHECK(mw_recv_async(worlds[i], &in[i], 1, MW_INT32, 1 - rank, &r));
+    MWT_CHECK(mw_send_async(worlds[i], &out[i], 1, MW_INT32, 1 - rank, &s));
+    reqs.push_back(s);
+    reqs.push_back(r);
+  }
+  for (mw_request_t* r : reqs) MWT_CHECK(mwtest::waitAndFree(r, kWaitMs));
+  for (int i = 0; i < kWorlds; ++i) MWT_REQUIRE(in[i] == i * 2 + 1 - rank);
+  const int with_all = mwtest::threadCount();
+  std::fprintf(stderr, "rank %d (%s): %d threads with 1 world, %d with %d worlds\n", rank, mwtest::hostBackendName(),
+               with_one, with_all, kWorlds);
+  mw_request_t* b = nullptr;
+  MWT_CHECK(mw_barrier_async(worlds[0], &b));
+  MWT_CHECK(mwtest::waitAndFree(b, kWaitMs));
+  for (mw_world_t* w : worlds) MWT_CHECK(mw_world_destroy(w));
+  mw_context_free(ctx);
+  MWT_REQUIRE(with_all == with_one);
+  MWT_REQUIRE(with_all <= kMaxThreads);
+  return 0;
+}
+
 // ------------------------------------------------------------ tests
 
 TEST(Topology, ThreeProcessesInThreeOverlappingPairWorlds) {
@@ -374,6 +414,14 @@ TEST(Topology, TwoProcessesShareThirtyTwoWorlds) {
 TEST(Topology, OneProcessAloneInThirtyTwoWorlds) {
   mwtest::RedisServer redis;
   EXPECT_TRUE(mwtest::runRanks(1, [&](int) { return soloWorker(redis.url(), 32); }, kGroupTimeout));
+}
+
+TEST(Topology, ThreadsDoNotGrowWithSixtyFourWorlds) {
+  if (mwtest::hostBackend() == MW_BACKEND_GLOO) {
+    GTEST_SKIP() << "Gloo is a blocking library: its worlds run a thread per world and per receiving peer";
+  }
+  mwtest::RedisServer redis;
+  EXPECT_TRUE(mwtest::runRanks(2, [&](int p) { return threadsWorker(redis.url(), p); }, kGroupTimeout));
 }
 
 TEST(Topology, CreateDestroyCyclesDoNotGrow) {

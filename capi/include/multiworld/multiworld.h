@@ -29,6 +29,11 @@
  * wait on each other's issue order. Collectives must be issued in the same
  * order on every member; p2p between a pair is matched in FIFO order.
  *
+ * UCX worlds (the host backend): the same order as above. A member that
+ * leaves (mw_world_destroy) breaks the world for the others only after what
+ * it sent arrived: operations in flight still finish with it, and a receive
+ * of a message it sent before leaving still succeeds on the broken world.
+ *
  * NCCL worlds: every operation of a world, receives included, is queued on
  * the world's one CUDA stream in issue order, exactly as with NCCL itself.
  * A receive therefore holds up what was issued after it until its message
@@ -129,8 +134,9 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *                         breaks every world it shares with us, default 1000
  *   op_timeout_ms         an operation running longer breaks its world;
  *                         0 = no limit (default)
- *   bind_address          IP or host name the data transport listens on;
+ *   bind_address          IP or host name the Gloo transport listens on;
  *                         default: env MW_BIND_ADDRESS, else this host's name
+ *                         (UCX chooses its devices; UCX_* variables apply)
  *   log_level             off, error, warn (default), info, debug
  *   store_timeout_ms      one Redis round trip, default 2000
  *   spin_us               how long mw_wait and mw_poll spin, driving the
@@ -157,7 +163,8 @@ MW_API void mw_context_free(mw_context_t* ctx) MW_NOEXCEPT; /* destroys remainin
 /* ---- worlds -------------------------------------------------------------
  * Collective over the `size` members: blocks until every rank joined or
  * timeout_ms passed (MW_ERR_TIMEOUT). `device` is the CUDA ordinal for NCCL
- * and ignored for Gloo. Names: 1..128 chars of [A-Za-z0-9._:-].
+ * and ignored for UCX and Gloo. Names: 1..128 chars of [A-Za-z0-9._:-].
+ * UCX worlds have at most 65536 members (MW_ERR_UNSUPPORTED beyond).
  * NCCL: the backend lives in a plugin, libmultiworld-nccl.so.<major>,
  * loaded on first use from $MW_NCCL_PLUGIN, else next to this library,
  * else the loader's search path. Without the plugin, a CUDA driver or a
@@ -210,7 +217,8 @@ MW_API uint64_t mw_world_epoch(const mw_world_t* world) MW_NOEXCEPT;
  * allgather and gather take this rank's contribution from its block of
  * recvbuf; scatter leaves root's block where it is; reduce_scatter writes
  * the result to the start of the buffer; alltoall exchanges in place.
- * On a broken world these fail at once with MW_ERR_WORLD_BROKEN. */
+ * On a broken world these fail at once with MW_ERR_WORLD_BROKEN (UCX: except
+ * a receive whose message a member that left sent before leaving). */
 MW_API mw_status_t mw_send_async(mw_world_t* w, const void* buf, size_t count, mw_dtype_t dt,
                                  int dst, mw_request_t** req) MW_NOEXCEPT;
 MW_API mw_status_t mw_recv_async(mw_world_t* w, void* buf, size_t count, mw_dtype_t dt,

@@ -24,8 +24,12 @@ void GlooLink::wait(gloo::transport::UnboundBuffer& b, Direction dir, int peer, 
     waiting_[&b] = dir;
   }
   bool done = false;
+  // Rounded up: Gloo's timeout (which closes every pair of the world) must
+  // not come before the deadline, so whoever sees it can tell it passed.
+  const auto left = std::max(std::chrono::ceil<std::chrono::milliseconds>(d - Clock::now()),
+                             std::chrono::milliseconds(0));
   try {
-    done = dir == Direction::Recv ? b.waitRecv(nullptr, remaining(d)) : b.waitSend(nullptr, remaining(d));
+    done = dir == Direction::Recv ? b.waitRecv(nullptr, left) : b.waitSend(nullptr, left);
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(waits_m_);
     waiting_.erase(&b);

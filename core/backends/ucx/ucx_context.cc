@@ -43,7 +43,9 @@ struct UcxContext::Drain {
         request = r;
         return;
       }
-      // Taken at once from the messages that had arrived: take the next.
+      // Taken at once from the messages that had arrived (an empty one, or
+      // one cut off): take the next. Anything else ends the draining.
+      if (r != nullptr && UCS_PTR_STATUS(r) != UCS_ERR_MESSAGE_TRUNCATED) return;
     }
   }
 
@@ -57,9 +59,12 @@ struct UcxContext::Drain {
 UcxContext::UcxContext(std::chrono::microseconds spin)
     : engine_(std::make_shared<UcxEngine>(spin)), links_(std::make_unique<UcxLinks>(*engine_)) {}
 
-UcxContext::~UcxContext() {
+UcxContext::~UcxContext() { shutdown(); }
+
+void UcxContext::shutdown() {
   {
     UcxEngine::Lock lock = engine_->lock();
+    if (!links_) return;
     for (auto& [id, d] : drains_) d->cancel();
     links_.reset();
     engine_->progressLocked();

@@ -25,6 +25,10 @@ class UcxContext {
 
   const std::shared_ptr<UcxEngine>& engine() const { return engine_; }
 
+  // mw_context_free, once every world is destroyed: closes the endpoints
+  // and stops the engine, even while requests still hold this object.
+  void shutdown();
+
   // Under the engine lock.
   UcxLinks& links() { return *links_; }
   // A world id no live world of this context has (1 .. 2^24-1), chosen

@@ -159,6 +159,35 @@ bool UcxEngine::spinUntil(const std::function<bool()>& done) {
   }
 }
 
+UcxEngine::TimerId UcxEngine::schedule(std::chrono::steady_clock::time_point when, std::function<void()> fire) {
+  const TimerId id = next_timer_++;
+  const bool earliest = timers_.empty() || when < timers_.begin()->first.first;
+  timers_.emplace(std::make_pair(when, id), std::move(fire));
+  timer_due_[id] = when;
+  if (earliest) kick();  // it may sleep past `when`
+  return id;
+}
+
+void UcxEngine::cancel(TimerId id) {
+  auto due = timer_due_.find(id);
+  if (due == timer_due_.end()) return;
+  timers_.erase(std::make_pair(due->second, id));
+  timer_due_.erase(due);
+}
+
+std::chrono::steady_clock::time_point UcxEngine::fireTimers() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!timers_.empty() && timers_.begin()->first.first <= now) {
+    auto first = timers_.begin();
+    std::function<void()> fire = std::move(first->second);
+    timer_due_.erase(first->first.second);
+    timers_.erase(first);
+    fire();
+  }
+  runDeferred();
+  return timers_.empty() ? std::chrono::steady_clock::time_point::max() : timers_.begin()->first.first;
+}
+
 void UcxEngine::run() {
   pthread_setname_np(pthread_self(), "mw-ucx");
   epoll_event events[16];
@@ -166,10 +195,12 @@ void UcxEngine::run() {
   for (;;) {
     ucs_status_t armed;
     bool sends_wait;
+    std::chrono::steady_clock::time_point next_timer;
     {
       Lock l(m_);
       if (stop_) return;
       if (progressLocked()) backoff = kFirstBackoff;
+      next_timer = fireTimers();
       armed = ucp_worker_arm(worker_);
       sends_wait = waiting_sends_ > 0;
     }
@@ -179,16 +210,25 @@ void UcxEngine::run() {
     }
     // Busy: more came in while progressing, so only look at the other fds
     // (a peer's death must not wait for the traffic to stop). Sends
-    // waiting: a short, growing timer. Else: until an event.
+    // waiting: a short, growing timer. Else: until an event or the next
+    // timer.
     int n;
-    if (armed == UCS_ERR_BUSY) {
-      n = epoll_wait(epoll_fd_, events, 16, 0);
-    } else if (sends_wait || armed != UCS_OK) {
-      const timespec ts{0, static_cast<long>(backoff.count()) * 1000};
+    const auto now = std::chrono::steady_clock::now();
+    auto sleep = next_timer == std::chrono::steady_clock::time_point::max()
+                     ? std::chrono::nanoseconds::max()
+                     : std::chrono::duration_cast<std::chrono::nanoseconds>(next_timer - now);
+    if (sends_wait || armed != UCS_OK) {
+      sleep = std::min<std::chrono::nanoseconds>(sleep, backoff);
       backoff = std::min(backoff * 2, kLastBackoff);
-      n = epoll_pwait2(epoll_fd_, events, 16, &ts, nullptr);
-    } else {
+    }
+    if (armed == UCS_ERR_BUSY || sleep.count() <= 0) {
+      n = epoll_wait(epoll_fd_, events, 16, 0);
+    } else if (sleep == std::chrono::nanoseconds::max()) {
       n = epoll_wait(epoll_fd_, events, 16, -1);
+    } else {
+      const timespec ts{static_cast<time_t>(sleep.count() / 1000000000),
+                        static_cast<long>(sleep.count() % 1000000000)};
+      n = epoll_pwait2(epoll_fd_, events, 16, &ts, nullptr);
     }
     if (n < 0 && errno == ENOSYS) n = epoll_wait(epoll_fd_, events, 16, 1);  // before Linux 5.11
     for (int i = 0; i < n; ++i) {

@@ -76,6 +76,12 @@ class UcxEngine : public ProgressDriver {
   bool watchProcess(int pid, unsigned long long start_ticks, std::function<void()> exited, WatchId& id);
   void unwatchProcess(WatchId id);
 
+  // Under the lock: runs `fire` on the progress thread, under the lock, at
+  // `when` (op_timeout_ms). Cancelling a timer that fired does nothing.
+  using TimerId = uint64_t;
+  TimerId schedule(std::chrono::steady_clock::time_point when, std::function<void()> fire);
+  void cancel(TimerId id);
+
   // Stops the progress thread and releases the worker, once every
   // endpoint is closed (mw_context_free). The object may live on, inert,
   // for requests that still refer to it.
@@ -89,6 +95,8 @@ class UcxEngine : public ProgressDriver {
 
   void run();
   void runDeferred();  // under the lock
+  // Under the lock: fires due timers; the time the next one is due.
+  std::chrono::steady_clock::time_point fireTimers();
   void processExited(int pid);  // under the lock
 
   const std::chrono::microseconds spin_;
@@ -105,6 +113,9 @@ class UcxEngine : public ProgressDriver {
   std::map<int, Watch> watches_;  // by pid
   std::map<WatchId, int> watch_pid_;
   WatchId next_watch_ = 1;
+  std::map<std::pair<std::chrono::steady_clock::time_point, TimerId>, std::function<void()>> timers_;
+  std::map<TimerId, std::chrono::steady_clock::time_point> timer_due_;
+  TimerId next_timer_ = 1;
   std::atomic<bool> stop_{false};
   std::atomic<bool> down_{false};  // the worker is gone
   std::thread thread_;

@@ -11,6 +11,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -67,6 +68,7 @@ class UcxOp {
   virtual bool takeBack() { return false; }
 
   Request* request() const { return request_.get(); }
+  std::chrono::steady_clock::time_point started() const { return started_; }
   int lane() const { return lane_; }
   OrderedCompletions::Ticket ticket() const { return ticket_; }
   bool done() const { return done_; }
@@ -101,6 +103,7 @@ class UcxOp {
   void settle();  // the last Entry left
 
   std::shared_ptr<Request> request_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   const int lane_;
   const OrderedCompletions::Ticket ticket_;
   unsigned entries_ = 0;

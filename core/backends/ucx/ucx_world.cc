@@ -105,6 +105,7 @@ UcxWorld::~UcxWorld() {
 
 void UcxWorld::start(World& world) {
   world_ = &world;
+  op_timeout_ = world.opTimeout();
   UcxEngine::Lock lock = ucx_->engine()->lock();
   for (int r = 0; r < size(); ++r) {
     Peer& p = peers_[static_cast<size_t>(r)];
@@ -149,8 +150,26 @@ void UcxWorld::submit(const OpDesc& op, const std::shared_ptr<Request>& r) {
     u = new UcxCollective(*this, r, ticket, op, channel, makeUcxSchedule(op, rank_, size()));
   }
   pending_[r.get()] = u;
+  if (op_timeout_.count() > 0 && op_timer_ == 0) armOpTimer(u->started() + op_timeout_);
   UcxOp::Entry entry(*u);
   u->start();
+}
+
+void UcxWorld::armOpTimer(Clock::time_point when) {
+  op_timer_ = ucx_->engine()->schedule(when, [this] { onOpTimer(); });
+}
+
+// op_timeout_ms: the oldest operation still running decides.
+void UcxWorld::onOpTimer() {
+  op_timer_ = 0;
+  if (aborted_ || stopped_ || pending_.empty()) return;
+  Clock::time_point oldest = Clock::time_point::max();
+  for (auto& [req, op] : pending_) oldest = std::min(oldest, op->started());
+  if (Clock::now() - oldest < op_timeout_) {
+    armOpTimer(oldest + op_timeout_);
+    return;
+  }
+  world_->breakWorld(-1, "an operation ran past op_timeout_ms=" + std::to_string(op_timeout_.count()), true);
 }
 
 void UcxWorld::finished(UcxOp* op, OpResult result) {
@@ -316,6 +335,8 @@ void UcxWorld::stop() noexcept {
   UcxEngine::Lock lock = ucx_->engine()->lock();
   if (stopped_) return;
   stopped_ = true;
+  if (op_timer_) ucx_->engine()->cancel(op_timer_);
+  op_timer_ = 0;
   if (world_->failure().status == Status::Cancelled) sendGoodbyes();
   // Sends to live peers finish once the peers took them (or dropped them
   // when they heard of the break), progressed by the engine's thread;

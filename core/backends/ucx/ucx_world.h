@@ -91,6 +91,8 @@ class UcxWorld : public WorldBackend {
   void sendGoodbyes();
   void forceClosePeerLinks();
   void abandon(UcxOp* op);
+  void armOpTimer(Clock::time_point when);
+  void onOpTimer();
   void abandonWhatOnlyGonePeersHold();
   std::vector<std::pair<Request*, UcxOp*>> pendingNow() const;
   bool stillPending(Request* r, UcxOp* op) const;
@@ -107,6 +109,8 @@ class UcxWorld : public WorldBackend {
   std::vector<std::unique_ptr<Control>> control_;
   uint64_t collectives_ = 0;  // issued so far: the next one's sequence number
   std::vector<bool> departed_;
+  std::chrono::milliseconds op_timeout_{0};
+  UcxEngine::TimerId op_timer_ = 0;  // 0: none armed
   bool departing_ = false;  // abort() from a departure: fail only what needs the member
   bool aborted_ = false;
   bool stopping_ = false;
