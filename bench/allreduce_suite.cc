@@ -62,7 +62,7 @@ void verify(const float* out, size_t count, int procs, const char* what) {
 
 int worker(int rank, int procs, const BenchOptions& opt, const std::string& redis_url, const std::string& ns,
            const std::string& store_dir, int fd) {
-  mw_context_t* ctx = newContext(redis_url, ns, kTimeoutMs);
+  mw_context_t* ctx = newContext(redis_url, ns, kTimeoutMs, opt.spin_us);
   mw_world_t* world = nullptr;
   mwCheck(mw_world_create(ctx, ("allreduce-" + std::to_string(procs)).c_str(), rank, procs, backendOf(opt), 0,
                           kTimeoutMs, &world),

@@ -1,6 +1,7 @@
 // The benchmarks' command line, shared by mw_bench and `multiworld bench`:
 // benchmarks of multiworld against the transport underneath.
 //
+//   (p2p, poll, fanin and allreduce also take [--spin-us N])
 //   mw_bench p2p [--backend ucx|gloo] [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
 //                [--max-bytes B] [--redis URL]
 //   mw_bench faults [--backend ucx|gloo] [--trials N] [--json FILE] [--redis URL]
@@ -34,6 +35,8 @@ namespace {
 const char kUsage[] =
     "Every suite but nccl takes --backend ucx|gloo: the host backend of multiworld's worlds (default ucx).\n"
     "The usual UCX_* variables apply to ours and to the raw UCX baseline alike (UCX_TLS=tcp: no shared memory).\n"
+    "p2p, poll, fanin and allreduce take --spin-us N: ours' spin_us (how long mw_wait/mw_poll drive progress\n"
+    "before sleeping; default: the library's).\n"
     "usage: mw_bench p2p [--backend B] [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]\n"
     "                    [--redis URL]\n"
     "  ucx: ours against a raw ucp tag loop on the same transports, and raw Gloo; gloo: ours against raw Gloo\n"
@@ -151,7 +154,8 @@ int mwbench::benchMain(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    bool known = arg == "--json" || arg == "--redis" || (suite != "nccl" && arg == "--backend");
+    bool known = arg == "--json" || arg == "--redis" || (suite != "nccl" && arg == "--backend") ||
+                 ((suite == "p2p" || suite == "poll" || suite == "fanin" || suite == "allreduce") && arg == "--spin-us");
     if (suite == "p2p" || suite == "allreduce" || suite == "nccl") {
       known = known || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" || arg == "--max-bytes" ||
               (suite == "nccl" && arg == "--device");
@@ -182,6 +186,10 @@ int mwbench::benchMain(int argc, char** argv) {
     } else if (arg == "--backend") {
       good = value == "ucx" || value == "gloo";
       opt.ucx = value == "ucx";
+    } else if (arg == "--spin-us") {
+      std::size_t spin = 0;
+      good = parseCount(value, false, &spin) && spin <= 1000000;
+      opt.spin_us = static_cast<int>(spin);
     } else if (arg == "--redis") {
       good = !value.empty();
       opt.redis_url = value;

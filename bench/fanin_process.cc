@@ -55,10 +55,11 @@ uint64_t seqOf(uint64_t id) { return id & 0xffffffffu; }
 
 }  // namespace
 
-Process::Process(int rank, int senders, size_t messages, mw_backend_t backend, bool ucx, const std::string& redis_url,
+Process::Process(int rank, int senders, size_t messages, const BenchOptions& opt, const std::string& redis_url,
                  const std::string& ns, const std::string& store_dir)
     : rank_(rank), senders_(senders), m_(messages) {
-  ctx_ = newContext(redis_url, ns, kTimeoutMs);
+  const mw_backend_t backend = backendOf(opt);
+  ctx_ = newContext(redis_url, ns, kTimeoutMs, opt.spin_us);
   const int first = rank == 0 ? 1 : rank, last = rank == 0 ? senders : rank;
   for (int k = first; k <= last; ++k) {
     mw_world_t* w = nullptr;
@@ -68,7 +69,7 @@ Process::Process(int rank, int senders, size_t messages, mw_backend_t backend, b
     worlds_.push_back(w);
   }
   gloo_ = rawGlooContext(rank, senders + 1, store_dir, kTimeoutMs);
-  if (ucx) {
+  if (opt.ucx) {
     // The leader connects to every sender, a sender to the leader, as OURS.
     ucx_ = std::make_unique<RawUcx>();
     gloo::rendezvous::FileStore store(store_dir);

@@ -22,6 +22,7 @@
 
 #include <multiworld/multiworld.h>
 
+#include "bench/bench_options.h"
 #include "bench/raw_ucx.h"
 
 namespace mwbench {
@@ -35,9 +36,10 @@ enum class Impl { Ours, Ucx, Gloo };
 
 class Process {
  public:
-  // Forms OURS (on `backend`), GLOO and, when `ucx`, UCX; rendezvous of
-  // the raw ones through a file store in `store_dir`. Throws.
-  Process(int rank, int senders, std::size_t messages, mw_backend_t backend, bool ucx, const std::string& redis_url,
+  // Forms OURS (on opt's backend and spin_us), GLOO and, with the UCX
+  // backend, UCX; rendezvous of the raw ones through a file store in
+  // `store_dir`. Throws.
+  Process(int rank, int senders, std::size_t messages, const BenchOptions& opt, const std::string& redis_url,
           const std::string& ns, const std::string& store_dir);
   // Meets the others at a barrier, then tears everything down.
   ~Process();

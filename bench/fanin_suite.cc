@@ -29,7 +29,7 @@ struct Row {
 
 int worker(int rank, int senders, size_t m, const BenchOptions& opt, const std::string& url, const std::string& ns,
            const std::string& store_dir, int fd) {
-  fanin::Process p(rank, senders, m, backendOf(opt), opt.ucx, url, ns, store_dir);
+  fanin::Process p(rank, senders, m, opt, url, ns, store_dir);
   const std::vector<Impl> all = opt.ucx ? std::vector<Impl>{Impl::Ours, Impl::Ucx, Impl::Gloo}
                                         : std::vector<Impl>{Impl::Ours, Impl::Gloo};
   std::map<Impl, std::vector<double>> seconds;
@@ -80,8 +80,8 @@ int runFaninSuite(const BenchOptions& opt) {
     const std::string& url = redis.url();
     std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());
     std::printf("# one leader, K senders each streaming %zu messages of %zu bytes (%zu outstanding per sender); "
-                "ours = K 2-rank multiworld %s worlds, leader completes through mw_poll; ",
-                m, fanin::kMsgBytes, fanin::kWindow, backendName(opt));
+                "ours = K 2-rank multiworld %s worlds (spin_us %s), leader completes through mw_poll; ",
+                m, fanin::kMsgBytes, fanin::kWindow, backendName(opt), spinText(opt).c_str());
     if (opt.ucx) {
       std::printf("raw = one raw ucp worker per process (transport %s, error mode %s), leader polls its K*%zu "
                   "tagged receives without pause, senders spin 20 us then sleep on the worker's fd, as ours; gloo = ",

@@ -101,7 +101,7 @@ P2pPeer::State::State(const PeerSetup& setup)
   // does not break the world mid-run; it does not touch the data path.
   mw_config_t* cfg = nullptr;
   mwCheck(mw_config_new(&cfg), "mw_config_new");
-  const std::pair<const char*, std::string> settings[] = {
+  std::vector<std::pair<const char*, std::string>> settings = {
       {"redis_url", setup.redis_url},
       {"namespace", setup.mw_namespace},
       {"bind_address", "127.0.0.1"},
@@ -109,6 +109,7 @@ P2pPeer::State::State(const PeerSetup& setup)
       {"heartbeat_timeout_ms", "10000"},
       {"log_level", "error"},
   };
+  if (setup.spin_us >= 0) settings.push_back({"spin_us", std::to_string(setup.spin_us)});
   for (const auto& [key, value] : settings) {
     mw_status_t s = mw_config_set(cfg, key, value.c_str());
     if (s != MW_OK) {

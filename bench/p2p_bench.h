@@ -44,6 +44,7 @@ struct PeerSetup {
   std::string mw_namespace;   // Redis key prefix of this run
   std::string file_store_dir; // existing, empty directory for the raw FileStore
   mw_backend_t backend = MW_BACKEND_UCX;  // OURS' world; UCX also sets up the raw UCX side
+  int spin_us = -1;           // OURS' spin_us; < 0: the library's default
   int timeout_ms = 120000;    // any single wait longer than this fails the run
 };
 

@@ -265,6 +265,7 @@ int runP2pSuite(const BenchOptions& opt) {
     TempDir dir;
     PeerSetup setup;
     setup.backend = common::backendOf(opt);
+    setup.spin_us = opt.spin_us;
     setup.mw_namespace = "mwbench." + std::to_string(getpid());
     setup.file_store_dir = dir.path() + "/gloo-store";
     std::filesystem::create_directory(setup.file_store_dir);
@@ -282,10 +283,10 @@ int runP2pSuite(const BenchOptions& opt) {
 
     std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());
     if (opt.ucx) {
-      std::printf("# ours = multiworld UCX world (mw_wait/mw_poll, default spin_us), raw = a plain ucp tag loop "
+      std::printf("# ours = multiworld UCX world (mw_wait/mw_poll, spin_us %s), raw = a plain ucp tag loop "
                   "polling ucp_worker_progress (own ucp_context, features TAG|WAKEUP, endpoints in error mode %s), "
                   "transport %s; gloo = gloo::rendezvous::Context, tcp on 127.0.0.1; ratio = ours/raw; ",
-                  RawUcx::errorModeName(), common::ucxTransport().c_str());
+                  common::spinText(opt).c_str(), RawUcx::errorModeName(), common::ucxTransport().c_str());
     } else {
       std::printf("# ours = multiworld Gloo world, raw = gloo::rendezvous::Context, both tcp on 127.0.0.1; ");
     }

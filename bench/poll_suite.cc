@@ -143,8 +143,9 @@ std::pair<double, double> recvStream(mw_context_t* ctx, mw_world_t* w, size_t n,
   return {wall, cpu};
 }
 
-int worker(int rank, mw_backend_t backend, const std::string& url, const std::string& ns, size_t n, int fd) {
-  mw_context_t* ctx = newContext(url, ns, kTimeoutMs);
+int worker(int rank, const BenchOptions& opt, const std::string& url, const std::string& ns, size_t n, int fd) {
+  const mw_backend_t backend = backendOf(opt);
+  mw_context_t* ctx = newContext(url, ns, kTimeoutMs, opt.spin_us);
   std::vector<mw_world_t*> worlds;
   auto open = [&](int upto) {
     while (static_cast<int>(worlds.size()) < upto) {
@@ -210,20 +211,19 @@ int runPollSuite(const BenchOptions& opt) {
     const std::string& url = redis.url();
     std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());
     std::printf("# no raw baseline (neither Gloo nor UCX has a completion queue of requests); one process pair on "
-                "127.0.0.1 with that many 2-rank multiworld %s worlds open (default spin_us), one world carries "
+                "127.0.0.1 with that many 2-rank multiworld %s worlds open (spin_us %s), one world carries "
                 "%zu %zu-byte sends with %zu receives outstanding, the others are idle; receiving side: wall ns and "
                 "process CPU ns (getrusage, all threads) per completion, completed through mw_poll or by spinning "
                 "mw_test on the oldest; median of %zu alternating rounds; threads = /proc/self/task of the sending "
                 "and the receiving process with the worlds open\n",
-                backendName(opt), n, kMsgBytes, kWindow, kRounds);
+                backendName(opt), spinText(opt).c_str(), n, kMsgBytes, kWindow, kRounds);
     std::printf("%6s %23s %23s %22s %22s %12s %12s\n", "worlds", "ns_per_completion_poll", "ns_per_completion_test",
                 "cpu_ns_per_compl_poll", "cpu_ns_per_compl_test", "send_threads", "recv_threads");
     std::fflush(stdout);
     const std::string ns = "mwbench.poll." + std::to_string(getpid());
     std::map<int64_t, int64_t> sender_threads;  // by world count
-    const mw_backend_t backend = backendOf(opt);
     bool ok = runWorkers(
-        "poll", 2, sizeof(Row), [&](int rank, int fd) { return worker(rank, backend, url, ns, n, fd); },
+        "poll", 2, sizeof(Row), [&](int rank, int fd) { return worker(rank, opt, url, ns, n, fd); },
         [&](const char* rec) {
           Row r;
           std::memcpy(&r, rec, sizeof r);

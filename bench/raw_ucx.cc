@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
@@ -185,13 +186,16 @@ void RawUcx::wait(RawUcxOp& op, double timeout_s) {
 
 void RawUcx::waitSleeping(RawUcxOp& op, double spin_s, double timeout_s) {
   const double start = now(), spin_end = start + spin_s, deadline = start + timeout_s;
+  long sleep_ns = 20000;
   while (!op.done) {
     if (ucp_worker_progress(worker_) != 0 || now() < spin_end) continue;
     if (ep_error_ != UCS_OK) fail("wait", ep_error_);
     if (now() > deadline) throw RawUcxError("raw UCX: wait: nothing completed within " + std::to_string(timeout_s) + " s");
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;  // events came in meanwhile
     pollfd p{efd_, POLLIN, 0};
-    ::poll(&p, 1, 1);
+    const timespec ts{0, sleep_ns};
+    ::ppoll(&p, 1, &ts, nullptr);
+    sleep_ns = std::min(sleep_ns * 2, 1000000L);
   }
   if (op.status != UCS_OK) fail("a transfer failed", op.status);
 }

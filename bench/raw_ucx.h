@@ -54,8 +54,9 @@ class RawUcx {
   // Progresses until `op` is done (or `timeout_s` passed: throws).
   void wait(RawUcxOp& op, double timeout_s);
   // The same, the way a UCX program shares a CPU: polls for `spin_s`, then
-  // sleeps on the worker's event fd (ucp_worker_arm), at most 1 ms at a
-  // time (shared memory does not wake a sender when the peer makes room).
+  // sleeps on the worker's event fd (ucp_worker_arm) for 20 us, doubling
+  // up to 1 ms (shared memory does not wake a sender when the peer makes
+  // room or answers a rendezvous), as multiworld's engine does.
   void waitSleeping(RawUcxOp& op, double spin_s, double timeout_s);
   // Progresses until at least one op with `queue` set completed, then moves
   // every such completed op into `out` (cleared first).

@@ -203,10 +203,10 @@ bool runWorkers(const char* suite, int n, size_t rec_size, const std::function<i
 
 [[noreturn]] void mwFail(const std::string& what) { throw Error(what + " failed: " + mw_last_error()); }
 
-mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms) {
+mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms, int spin_us) {
   mw_config_t* cfg = nullptr;
   mwCheck(mw_config_new(&cfg), "mw_config_new");
-  const std::pair<const char*, std::string> settings[] = {
+  std::vector<std::pair<const char*, std::string>> settings = {
       {"redis_url", redis_url},
       {"namespace", ns},
       {"bind_address", "127.0.0.1"},
@@ -214,6 +214,7 @@ mw_context_t* newContext(const std::string& redis_url, const std::string& ns, in
       {"heartbeat_timeout_ms", "10000"},
       {"log_level", "error"},
   };
+  if (spin_us >= 0) settings.push_back({"spin_us", std::to_string(spin_us)});
   for (const auto& [key, value] : settings) {
     if (mw_config_set(cfg, key, value.c_str()) != MW_OK) {
       mw_config_free(cfg);
@@ -306,12 +307,17 @@ std::string ucxTransport() {
 JsonRow backendFields(const BenchOptions& opt, const char* raw) {
   JsonRow top = {{"backend", jsonString(backendName(opt))}};
   if (raw) top.push_back({"raw", jsonString(raw)});
+  if (opt.spin_us >= 0) top.push_back({"spin_us", jnum(opt.spin_us)});
   if (opt.ucx) {
     const char* tls = std::getenv("UCX_TLS");
     top.push_back({"transport", jsonString(ucxTransport())});
     top.push_back({"ucx_tls", tls ? jsonString(tls) : "null"});
   }
   return top;
+}
+
+std::string spinText(const BenchOptions& opt) {
+  return opt.spin_us >= 0 ? std::to_string(opt.spin_us) : "default";
 }
 
 int threadCount() {

@@ -71,11 +71,14 @@ std::string resultsName(const std::string& suite, const BenchOptions& opt);
 // How UCX_TLS lets UCX move data between processes on this host: "shm"
 // (shared memory, endpoints in error mode NONE) or UCX_TLS's value.
 std::string ucxTransport();
+// OURS' spin_us as given, or "default".
+std::string spinText(const BenchOptions& opt);
 // This process's threads (/proc/self/task).
 int threadCount();
 
-// A multiworld context for benchmarks on 127.0.0.1.
-mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms);
+// A multiworld context for benchmarks on 127.0.0.1; spin_us < 0 leaves the
+// library's default.
+mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms, int spin_us = -1);
 [[noreturn]] void mwFail(const std::string& what);
 inline void mwCheck(mw_status_t s, const char* what) {
   if (s != MW_OK) mwFail(what);
