@@ -511,10 +511,21 @@ int pollSleepsWorker(const std::string& url) {
   std::atomic<int> issued{0};
   std::thread issuer([&] {
     std::this_thread::sleep_for(300ms);
-    if (mw_recv_async(m.world, &got_value, 1, MW_INT32, 0, &rr) != MW_OK) return;
-    mw_request_set_user_data(rr, 0xEC);
-    if (mw_send_async(m.world, &sent, 1, MW_INT32, 0, &rs) != MW_OK) return;
-    mw_request_set_user_data(rs, 0x5E);
+    // user_data is fixed at issue: the poller may see the completion
+    // before mw_submit returns (mw_request_set_user_data would race).
+    mw_op_t recv{}, send{};
+    recv.size = send.size = sizeof(mw_op_t);
+    recv.kind = MW_OP_RECV;
+    recv.recvbuf = &got_value;
+    send.kind = MW_OP_SEND;
+    send.sendbuf = &sent;
+    recv.count = send.count = 1;
+    recv.dtype = send.dtype = MW_INT32;
+    recv.peer = send.peer = 0;
+    recv.user_data = 0xEC;
+    send.user_data = 0x5E;
+    if (mw_submit(m.world, &recv, &rr) != MW_OK) return;
+    if (mw_submit(m.world, &send, &rs) != MW_OK) return;
     issued = 1;
   });
   const long cpu2 = cpuMs();

@@ -1217,6 +1217,22 @@ TEST(Ops, EveryCollectiveDtypeAndOpOnFourRanks) {
       4, [&](int rank) { return collectivesWorker(redis.url(), rank, 4, arrived.counter); }, kGroupTimeout));
 }
 
+// Three and five: no power of two, so every tree is uneven and allreduce
+// takes its reduce-then-broadcast and ring paths.
+TEST(Ops, EveryCollectiveDtypeAndOpOnThreeRanks) {
+  mwtest::RedisServer redis;
+  SharedCounter arrived;
+  EXPECT_TRUE(mwtest::runRanks(
+      3, [&](int rank) { return collectivesWorker(redis.url(), rank, 3, arrived.counter); }, kGroupTimeout));
+}
+
+TEST(Ops, EveryCollectiveDtypeAndOpOnFiveRanks) {
+  mwtest::RedisServer redis;
+  SharedCounter arrived;
+  EXPECT_TRUE(mwtest::runRanks(
+      5, [&](int rank) { return collectivesWorker(redis.url(), rank, 5, arrived.counter); }, kGroupTimeout));
+}
+
 TEST(Ops, PointToPointIsFifo) {
   mwtest::RedisServer redis;
   EXPECT_TRUE(mwtest::runRanks(2, [&](int rank) { return fifoWorker(redis.url(), rank); }, kGroupTimeout));

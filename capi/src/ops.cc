@@ -50,7 +50,10 @@ void checkOpSize(const mw_op_t* op) {
   }
 }
 
-OpDesc desc(OpKind kind, const void* send, void* recv, size_t count, mw_dtype_t dt, mw_redop_t op, int peer) {
+// The enums by reference: a C caller's out-of-range value is read as bytes
+// (enumValue), never loaded as the enum type.
+OpDesc desc(OpKind kind, const void* send, void* recv, size_t count, const mw_dtype_t& dt, const mw_redop_t& op,
+            int peer) {
   OpDesc d;
   d.kind = kind;
   d.sendbuf = send;

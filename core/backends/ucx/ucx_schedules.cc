@@ -2,6 +2,7 @@
 // ucx_collective.h). Ranks inside rooted trees are relative to the root
 // ("vr"); reductions run in a fixed order, so every member that ends with a
 // reduced block holds the same bits.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -68,34 +69,53 @@ class Dissemination : public UcxSchedule {
   int distance_ = 1;
 };
 
+// A binomial tree over ranks relative to the root ("vr"): the parent of vr
+// is vr without its lowest set bit; its children are vr + m for every power
+// of two m below that bit (every m below the size for the root), and their
+// subtrees are contiguous in relative order.
+struct BinomialTree {
+  BinomialTree(int rank, int size, int root) : size(size), root(root), vr(mod(rank - root, size)) {
+    const int top = vr == 0 ? size : lowbit(vr);
+    for (int m = 1; m < top && vr + m < size; m <<= 1) children.push_back(vr + m);
+    subtree = std::min(top, size - vr);
+  }
+  int real(int relative) const { return mod(relative + root, size); }
+  int parent() const { return real(vr - lowbit(vr)); }
+  // Members in the subtree of `child`, itself included.
+  int subtreeOf(int child) const { return std::min(child - vr, size - child); }
+
+  const int size, root, vr;
+  std::vector<int> children;  // relative ranks, nearest first
+  int subtree = 1;            // members in this one's subtree, itself included
+};
+
 // `buf` (bytes) from root to everyone: receive from the parent, then send
-// to every child at once.
+// to every child at once, the largest subtree first.
 class BinomialBroadcast : public UcxSchedule {
  public:
   BinomialBroadcast(int rank, int size, int root, void* buf, size_t bytes)
-      : size_(size), root_(root), vr_(mod(rank - root, size)), buf_(buf), bytes_(bytes) {}
+      : tree_(rank, size, root), buf_(buf), bytes_(bytes) {}
   bool next(std::vector<UcxXfer>& out) override {
-    if (step_ == 0 && vr_ != 0) {
-      ++step_;
-      out.push_back({real(vr_ - lowbit(vr_)), true, buf_, bytes_});
-      return true;
+    switch (step_++) {
+      case 0:
+        if (tree_.vr != 0) {
+          out.push_back({tree_.parent(), true, buf_, bytes_});
+          return true;
+        }
+        step_++;
+        [[fallthrough]];
+      case 1:
+        for (auto c = tree_.children.rbegin(); c != tree_.children.rend(); ++c) {
+          out.push_back({tree_.real(*c), false, buf_, bytes_});
+        }
+        return !out.empty();
+      default:
+        return false;
     }
-    if (step_ > 1 || (step_ == 1 && vr_ == 0)) return false;
-    step_ = 2;
-    for (int m = (vr_ == 0 ? highest() : lowbit(vr_) >> 1); m > 0; m >>= 1) {
-      if (vr_ + m < size_) out.push_back({real(vr_ + m), false, buf_, bytes_});
-    }
-    return !out.empty();
   }
 
  private:
-  int real(int vr) const { return mod(vr + root_, size_); }
-  int highest() const {
-    int m = 1;
-    while (m < size_) m <<= 1;
-    return m >> 1;
-  }
-  const int size_, root_, vr_;
+  const BinomialTree tree_;
   void* const buf_;
   const size_t bytes_;
   int step_ = 0;
@@ -106,29 +126,27 @@ class BinomialBroadcast : public UcxSchedule {
 class BinomialReduce : public UcxSchedule {
  public:
   BinomialReduce(const Shape& s, int root, const void* in, void* out, size_t count)
-      : s_(s), root_(root), vr_(mod(s.rank - root, s.size)), count_(count) {
-    acc_ = vr_ == 0 ? out : (scratch_.resize(s.bytes(count)), scratch_.data());
+      : s_(s), tree_(s.rank, s.size, root), count_(count) {
+    acc_ = tree_.vr == 0 ? out : (scratch_.resize(s.bytes(count)), scratch_.data());
     if (acc_ != in) std::memcpy(acc_, in, s.bytes(count));
-    const int top = vr_ == 0 ? s.size : lowbit(vr_);
-    for (int m = 1; m < top && vr_ + m < s.size; m <<= 1) children_.push_back(vr_ + m);
-    parts_.resize(children_.size(), std::vector<char>(s.bytes(count)));
+    parts_.resize(tree_.children.size(), std::vector<char>(s.bytes(count)));
   }
   bool next(std::vector<UcxXfer>& out) override {
     switch (step_++) {
       case 0:
-        for (size_t i = 0; i < children_.size(); ++i) {
-          out.push_back({real(children_[i]), true, parts_[i].data(), s_.bytes(count_)});
+        for (size_t i = 0; i < tree_.children.size(); ++i) {
+          out.push_back({tree_.real(tree_.children[i]), true, parts_[i].data(), s_.bytes(count_)});
         }
         if (!out.empty()) return true;
         step_++;
         [[fallthrough]];
       case 1:
         for (auto& part : parts_) s_.reduce(acc_, part.data(), count_);
-        if (vr_ == 0) {
+        if (tree_.vr == 0) {
           s_.average(acc_, count_);
           return false;
         }
-        out.push_back({real(vr_ - lowbit(vr_)), false, acc_, s_.bytes(count_)});
+        out.push_back({tree_.parent(), false, acc_, s_.bytes(count_)});
         return true;
       default:
         return false;
@@ -136,13 +154,11 @@ class BinomialReduce : public UcxSchedule {
   }
 
  private:
-  int real(int vr) const { return mod(vr + root_, s_.size); }
   const Shape s_;
-  const int root_, vr_;
+  const BinomialTree tree_;
   const size_t count_;
   void* acc_;
   std::vector<char> scratch_;
-  std::vector<int> children_;
   std::vector<std::vector<char>> parts_;
   int step_ = 0;
 };
@@ -276,32 +292,26 @@ class RingAllgather : public UcxSchedule {
 class BinomialGather : public UcxSchedule {
  public:
   BinomialGather(const Shape& s, int root, const void* in, void* out, size_t count)
-      : s_(s), root_(root), vr_(mod(s.rank - root, s.size)), out_(out), block_(s.bytes(count)) {
-    const int top = vr_ == 0 ? s.size : lowbit(vr_);
-    subtree_ = std::min(top, s.size - vr_);
-    tree_.resize(block_ * static_cast<size_t>(subtree_));
+      : s_(s), tree_(s.rank, s.size, root), out_(out), block_(s.bytes(count)),
+        blocks_(block_ * static_cast<size_t>(tree_.subtree)) {
     const void* own = in == out ? at(out, block_ * s.rank) : in;
-    std::memcpy(tree_.data(), own, block_);
-    for (int m = 1; m < top && vr_ + m < s.size; m <<= 1) children_.push_back(vr_ + m);
+    std::memcpy(blocks_.data(), own, block_);
   }
   bool next(std::vector<UcxXfer>& out) override {
     switch (step_++) {
       case 0:
-        for (int c : children_) {
-          const int blocks = std::min(c - vr_, s_.size - c);  // the child's subtree
-          out.push_back({real(c), true, tree_.data() + block_ * (c - vr_), block_ * blocks});
+        for (int c : tree_.children) {
+          out.push_back({tree_.real(c), true, blocks_.data() + block_ * (c - tree_.vr), block_ * tree_.subtreeOf(c)});
         }
         if (!out.empty()) return true;
         step_++;
         [[fallthrough]];
       case 1:
-        if (vr_ != 0) {
-          out.push_back({real(vr_ - lowbit(vr_)), false, tree_.data(), tree_.size()});
+        if (tree_.vr != 0) {
+          out.push_back({tree_.parent(), false, blocks_.data(), blocks_.size()});
           return true;
         }
-        for (int j = 0; j < s_.size; ++j) {
-          std::memcpy(at(out_, block_ * real(j)), tree_.data() + block_ * j, block_);
-        }
+        for (int j = 0; j < s_.size; ++j) std::memcpy(at(out_, block_ * tree_.real(j)), blocks_.data() + block_ * j, block_);
         return false;
       default:
         return false;
@@ -309,49 +319,44 @@ class BinomialGather : public UcxSchedule {
   }
 
  private:
-  int real(int vr) const { return mod(vr + root_, s_.size); }
   const Shape s_;
-  const int root_, vr_;
+  const BinomialTree tree_;
   void* const out_;
   const size_t block_;
-  int subtree_ = 1;
-  std::vector<char> tree_;
-  std::vector<int> children_;
+  std::vector<char> blocks_;
   int step_ = 0;
 };
 
 class BinomialScatter : public UcxSchedule {
  public:
   BinomialScatter(const Shape& s, int root, const void* in, void* out, size_t count)
-      : s_(s), root_(root), vr_(mod(s.rank - root, s.size)), in_(in), out_(out), block_(s.bytes(count)) {
-    const int top = vr_ == 0 ? s.size : lowbit(vr_);
-    subtree_ = std::min(top, s.size - vr_);
-    for (int m = 1; m < top && vr_ + m < s.size; m <<= 1) children_.push_back(vr_ + m);
-    tree_.resize(block_ * static_cast<size_t>(subtree_));
-    if (vr_ == 0) {
-      for (int j = 0; j < s.size; ++j) std::memcpy(tree_.data() + block_ * j, at(const_cast<void*>(in), block_ * real(j)), block_);
+      : s_(s), tree_(s.rank, s.size, root), in_(in), out_(out), block_(s.bytes(count)),
+        blocks_(block_ * static_cast<size_t>(tree_.subtree)) {
+    if (tree_.vr == 0) {
+      for (int j = 0; j < s.size; ++j) {
+        std::memcpy(blocks_.data() + block_ * j, at(const_cast<void*>(in), block_ * tree_.real(j)), block_);
+      }
     }
   }
   bool next(std::vector<UcxXfer>& out) override {
     switch (step_++) {
       case 0:
-        if (vr_ != 0) {
-          out.push_back({real(vr_ - lowbit(vr_)), true, tree_.data(), tree_.size()});
+        if (tree_.vr != 0) {
+          out.push_back({tree_.parent(), true, blocks_.data(), blocks_.size()});
           return true;
         }
         step_++;
         [[fallthrough]];
       case 1:
-        for (int c : children_) {
-          const int blocks = std::min(c - vr_, s_.size - c);
-          out.push_back({real(c), false, tree_.data() + block_ * (c - vr_), block_ * blocks});
+        for (int c : tree_.children) {
+          out.push_back({tree_.real(c), false, blocks_.data() + block_ * (c - tree_.vr), block_ * tree_.subtreeOf(c)});
         }
         if (!out.empty()) return true;
         step_++;
         [[fallthrough]];
       case 2:
         // In place at root, its block already sits where it belongs.
-        if (!(vr_ == 0 && in_ == out_)) std::memcpy(out_, tree_.data(), block_);
+        if (!(tree_.vr == 0 && in_ == out_)) std::memcpy(out_, blocks_.data(), block_);
         return false;
       default:
         return false;
@@ -359,15 +364,12 @@ class BinomialScatter : public UcxSchedule {
   }
 
  private:
-  int real(int vr) const { return mod(vr + root_, s_.size); }
   const Shape s_;
-  const int root_, vr_;
+  const BinomialTree tree_;
   const void* const in_;
   void* const out_;
   const size_t block_;
-  int subtree_ = 1;
-  std::vector<char> tree_;
-  std::vector<int> children_;
+  std::vector<char> blocks_;
   int step_ = 0;
 };
 
