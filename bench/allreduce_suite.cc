@@ -62,9 +62,9 @@ void verify(const float* out, size_t count, int procs, const char* what) {
 
 int worker(int rank, int procs, const BenchOptions& opt, const std::string& redis_url, const std::string& ns,
            const std::string& store_dir, int fd) {
-  mw_context_t* ctx = newContext(redis_url, ns, kTimeoutMs);
+  mw_context_t* ctx = newContext(redis_url, ns, kTimeoutMs, opt.spin_us);
   mw_world_t* world = nullptr;
-  mwCheck(mw_world_create(ctx, ("allreduce-" + std::to_string(procs)).c_str(), rank, procs, MW_BACKEND_GLOO, 0,
+  mwCheck(mw_world_create(ctx, ("allreduce-" + std::to_string(procs)).c_str(), rank, procs, backendOf(opt), 0,
                           kTimeoutMs, &world),
           "mw_world_create");
   auto raw = rawGlooContext(rank, procs, store_dir, kTimeoutMs);
@@ -158,6 +158,7 @@ int runAllreduceSuite(const BenchOptions& opt) {
     return 2;
   }
   const std::string machine = machineName();
+  const std::string name = resultsName("allreduce", opt);
   std::vector<Row> rows;
   size_t expected = 0;
   bool ok = true;
@@ -165,10 +166,11 @@ int runAllreduceSuite(const BenchOptions& opt) {
     TempDir dir;
     SuiteRedis redis(opt.redis_url, dir.path());
     const std::string& url = redis.url();
-    std::printf("# allreduce on %s: %s\n", machine.c_str(), opt.command.c_str());
-    std::printf("# ours = mw_allreduce_async+mw_wait on a multiworld Gloo world, raw = gloo::allreduce on a "
-                "gloo::rendezvous::Context, both tcp on 127.0.0.1; float32 sum, one op at a time; "
+    std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());
+    std::printf("# ours = mw_allreduce_async+mw_wait on a multiworld %s world%s, raw = gloo::allreduce on a "
+                "gloo::rendezvous::Context, tcp on 127.0.0.1; float32 sum, one op at a time; "
                 "gbps = 1e9 bit/s of buffer per op; lat = time per op; median of %zu alternating rounds; %s\n",
+                backendName(opt), opt.ucx ? (" (transport " + ucxTransport() + ")").c_str() : " (tcp on 127.0.0.1)",
                 opt.rounds, opt.iters ? ("iterations " + std::to_string(opt.iters)).c_str()
                                       : "iterations = clamp(16 MiB / bytes, 2, 300)");
     std::printf("%5s %10s %10s %10s %7s %12s %11s\n", "procs", "bytes", "ours_gbps", "raw_gbps", "ratio",
@@ -219,7 +221,7 @@ int runAllreduceSuite(const BenchOptions& opt) {
                     {"ours_lat_us", jnum(r.ours_lat_us)},
                     {"raw_lat_us", jnum(r.raw_lat_us)}});
     }
-    if (!writeJson(opt.json_path, "allreduce", opt.command, machine, jr)) return 1;
+    if (!writeJson(opt.json_path, name, opt.command, machine, jr, backendFields(opt, "gloo"))) return 1;
   }
   return 0;
 }

@@ -1,13 +1,15 @@
 // The benchmarks' command line, shared by mw_bench and `multiworld bench`:
 // benchmarks of multiworld against the transport underneath.
 //
-//   mw_bench p2p [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
+//   (p2p, poll, fanin and allreduce also take [--spin-us N])
+//   mw_bench p2p [--backend ucx|gloo] [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
 //                [--max-bytes B] [--redis URL]
-//   mw_bench faults [--trials N] [--json FILE] [--redis URL]
-//   mw_bench allreduce [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--redis URL]
-//   mw_bench create [--trials N] [--json FILE]
-//   mw_bench poll [--iters N] [--json FILE] [--redis URL]
-//   mw_bench fanin [--iters N] [--max-senders K] [--json FILE] [--redis URL]
+//   mw_bench faults [--backend ucx|gloo] [--trials N] [--json FILE] [--redis URL]
+//   mw_bench allreduce [--backend ucx|gloo] [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
+//                      [--max-bytes B] [--redis URL]
+//   mw_bench create [--backend ucx|gloo] [--trials N] [--json FILE]
+//   mw_bench poll [--backend ucx|gloo] [--iters N] [--json FILE] [--redis URL]
+//   mw_bench fanin [--backend ucx|gloo] [--iters N] [--max-senders K] [--json FILE] [--redis URL]
 //   mw_bench nccl [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]
 //                 [--device N] [--redis URL]     (built only with CUDA and NCCL)
 //
@@ -18,37 +20,50 @@
 #include <cstring>
 #include <string>
 
+#include <unistd.h>
+
 #include "bench/bench_main.h"
 #include "bench/bench_options.h"
 #include "bench/extra_suites.h"
 #include "bench/faults_suite.h"
 #include "bench/p2p_suite.h"
 
+extern char** environ;
+
 namespace {
 
 const char kUsage[] =
-    "usage: mw_bench p2p [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--redis URL]\n"
+    "Every suite but nccl takes --backend ucx|gloo: the host backend of multiworld's worlds (default ucx).\n"
+    "The usual UCX_* variables apply to ours and to the raw UCX baseline alike (UCX_TLS=tcp: no shared memory).\n"
+    "p2p, poll, fanin and allreduce take --spin-us N: ours' spin_us (how long mw_wait/mw_poll drive progress\n"
+    "before sleeping; default: the library's).\n"
+    "usage: mw_bench p2p [--backend B] [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]\n"
+    "                    [--redis URL]\n"
+    "  ucx: ours against a raw ucp tag loop on the same transports, and raw Gloo; gloo: ours against raw Gloo\n"
     "  --json FILE     also write the results as JSON\n"
     "  --iters N       iterations per round and size (default: calibrated to ~0.1 s per round)\n"
-    "  --rounds R      alternating ours/raw rounds per size, median reported (default 5)\n"
+    "  --rounds R      rounds per size, each starting with the next implementation, median reported (default 5)\n"
     "  --min-bytes B   smallest message (default 64); sizes grow by 4x\n"
     "  --max-bytes B   largest message (default 64M)\n"
     "  --redis URL     Redis for multiworld (default: MW_REDIS_URL, else a private redis-server)\n"
-    "usage: mw_bench faults [--trials N] [--json FILE] [--redis URL]\n"
+    "usage: mw_bench faults [--backend B] [--trials N] [--json FILE] [--redis URL]\n"
     "  --trials N      trials per fault kind (kill9, sigstop, partition) for detection latency (default 20)\n"
     "  --json FILE     also write the results as JSON\n"
     "  --redis URL     Redis for multiworld (default: a private redis-server; MW_REDIS_URL is not used);\n"
     "                  with --redis the partition kind is skipped, as it needs the private one\n"
-    "usage: mw_bench allreduce [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--redis URL]\n"
-    "  float32 sum over 2 and 4 processes; --min-bytes defaults to 4, --max-bytes to 64M, sizes grow by 4x;\n"
-    "  --iters N fixes the iterations per round (default: clamp(16M / bytes, 2, 300)); --rounds R (default 5)\n"
-    "usage: mw_bench create [--trials N] [--json FILE]\n"
+    "usage: mw_bench allreduce [--backend B] [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]\n"
+    "                          [--redis URL]\n"
+    "  float32 sum over 2 and 4 processes against raw gloo::allreduce; --min-bytes defaults to 4, --max-bytes to\n"
+    "  64M, sizes grow by 4x; --iters N fixes the iterations per round (default: clamp(16M / bytes, 2, 300));\n"
+    "  --rounds R (default 5)\n"
+    "usage: mw_bench create [--backend B] [--trials N] [--json FILE]\n"
     "  --trials N      sequential creates per world size (2 and 8) (default 30); the concurrent case\n"
     "                  (64 worlds by 2 processes at once) runs max(3, N/6) times. Always uses a private\n"
     "                  redis-server on TCP 127.0.0.1, shared by ours and raw\n"
-    "usage: mw_bench poll [--iters N] [--json FILE] [--redis URL]\n"
-    "  --iters N       64-byte messages per measurement (default 10000)\n"
-    "usage: mw_bench fanin [--iters N] [--max-senders K] [--json FILE] [--redis URL]\n"
+    "usage: mw_bench poll [--backend B] [--iters N] [--json FILE] [--redis URL]\n"
+    "  --iters N       64-byte messages per measurement (default 10000); also counts threads with 1, 64 and\n"
+    "                  256 worlds open\n"
+    "usage: mw_bench fanin [--backend B] [--iters N] [--max-senders K] [--json FILE] [--redis URL]\n"
     "  --iters N       64 KiB messages per sender (default 1000)\n"
     "  --max-senders K largest sender count of 1, 4, 16, 32 to run (default 32)\n"
     "usage: mw_bench nccl [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--device N]\n"
@@ -120,6 +135,11 @@ int mwbench::benchMain(int argc, char** argv) {
   mwbench::BenchOptions opt;
   bool min_bytes_given = false, trials_given = false;
   [[maybe_unused]] bool max_bytes_given = false;  // only the nccl suite has its own default
+  // The command as it would be typed again: the UCX_* variables in force
+  // first, as they change what UCX does.
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "UCX_", 4) == 0) opt.command += shellQuote(*e) + " ";
+  }
   for (int i = 0; i < argc; ++i) opt.command += (i ? " " : "") + shellQuote(argv[i]);
 
   for (int i = 2; i < argc; ++i) {
@@ -134,14 +154,15 @@ int mwbench::benchMain(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    bool known = arg == "--json" || arg == "--redis";
+    bool known = arg == "--json" || arg == "--redis" || (suite != "nccl" && arg == "--backend") ||
+                 ((suite == "p2p" || suite == "poll" || suite == "fanin" || suite == "allreduce") && arg == "--spin-us");
     if (suite == "p2p" || suite == "allreduce" || suite == "nccl") {
       known = known || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" || arg == "--max-bytes" ||
               (suite == "nccl" && arg == "--device");
     } else if (suite == "faults") {
       known = known || arg == "--trials";
     } else if (suite == "create") {
-      known = arg == "--json" || arg == "--trials";
+      known = arg == "--json" || arg == "--trials" || arg == "--backend";
     } else if (suite == "poll") {
       known = known || arg == "--iters";
     } else if (suite == "fanin") {
@@ -162,6 +183,13 @@ int mwbench::benchMain(int argc, char** argv) {
     if (arg == "--json") {
       good = !value.empty();
       opt.json_path = value;
+    } else if (arg == "--backend") {
+      good = value == "ucx" || value == "gloo";
+      opt.ucx = value == "ucx";
+    } else if (arg == "--spin-us") {
+      std::size_t spin = 0;
+      good = parseCount(value, false, &spin) && spin <= 1000000;
+      opt.spin_us = static_cast<int>(spin);
     } else if (arg == "--redis") {
       good = !value.empty();
       opt.redis_url = value;

@@ -16,6 +16,8 @@ struct BenchOptions {
   std::size_t trials = 20;          // --trials N (faults: per fault kind; create: creates per case)
   std::size_t max_senders = 32;     // --max-senders K (fanin): largest sender count run
   int device = 0;                   // --device N (nccl): the CUDA device
+  bool ucx = true;                  // --backend ucx|gloo: OURS' host backend (all but nccl)
+  int spin_us = -1;                 // --spin-us N: OURS' spin_us (p2p, poll, fanin, allreduce); -1 = default
   std::string redis_url;            // --redis URL; p2p: else MW_REDIS_URL; else a private redis-server
   std::string command;              // the command line, for the report header
 };

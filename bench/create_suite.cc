@@ -74,6 +74,7 @@ struct Setup {
   size_t trials = 0, concurrent_trials = 0;
   std::string run_id;
   std::string raw_store_dir;  // FileStore fallback
+  mw_backend_t backend = MW_BACKEND_UCX;
 };
 
 #if !MWBENCH_HAVE_REDIS_STORE
@@ -123,7 +124,7 @@ int worker(int rank, int procs, const Setup& su, int fd) {
         const std::string name = "seq" + tag + "-" + std::to_string(t);
         mw_world_t* w = nullptr;
         double t0 = nowSeconds();
-        mwCheck(mw_world_create(ctx, name.c_str(), rank, procs, MW_BACKEND_GLOO, 0, kTimeoutMs, &w),
+        mwCheck(mw_world_create(ctx, name.c_str(), rank, procs, su.backend, 0, kTimeoutMs, &w),
                 "mw_world_create");
         ours.push_back((nowSeconds() - t0) * 1e3);
         barrier();
@@ -171,7 +172,7 @@ int worker(int rank, int procs, const Setup& su, int fd) {
             const std::string name = "conc-" + std::to_string(t) + "-" + std::to_string(j);
             try {
               if (do_ours) {
-                if (mw_world_create(ctx, name.c_str(), rank, 2, MW_BACKEND_GLOO, 0, kTimeoutMs, &worlds[j]) != MW_OK)
+                if (mw_world_create(ctx, name.c_str(), rank, 2, su.backend, 0, kTimeoutMs, &worlds[j]) != MW_OK)
                   throw Error("mw_world_create " + name + " failed: " + mw_last_error());
               } else {
                 gloo::rendezvous::PrefixStore store(su.run_id + "/" + name, *stores[j]);
@@ -223,6 +224,7 @@ int runCreateSuite(const BenchOptions& opt) {
     return 2;
   }
   const std::string machine = machineName();
+  const std::string name = resultsName("create", opt);
   std::vector<Row> rows;
   bool ok = true;
   try {
@@ -235,14 +237,15 @@ int runCreateSuite(const BenchOptions& opt) {
     su.raw_store_dir = dir.path() + "/raw-store";
     std::filesystem::create_directory(su.raw_store_dir);
     su.trials = opt.trials;
+    su.backend = backendOf(opt);
     su.concurrent_trials = std::max<size_t>(3, opt.trials / 6);
-    std::printf("# create on %s: %s\n", machine.c_str(), opt.command.c_str());
-    std::printf("# ours = mw_world_create (Gloo, 127.0.0.1), raw = new gloo::rendezvous::Context + connectFullMesh "
+    std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());
+    std::printf("# ours = mw_world_create (%s, 127.0.0.1), raw = new gloo::rendezvous::Context + connectFullMesh "
                 "over a %s on port %d of the private redis-server that ours uses (ours via its "
                 "unix socket); raw reuses one tcp device per process; ms on rank 0 after a barrier; seq: %zu "
                 "creates of fresh names per size, alternating; concurrent: 64 threads per process each forming a "
                 "distinct 2-rank world, total wall ms, %zu trials; ratio = ours_p50 / raw_p50\n",
-                MWBENCH_RAW_STORE_NAME, su.redis_port, su.trials, su.concurrent_trials);
+                backendName(opt), MWBENCH_RAW_STORE_NAME, su.redis_port, su.trials, su.concurrent_trials);
     std::printf("%-22s %6s %11s %11s %11s %11s %7s\n", "case", "trials", "ours_p50_ms", "ours_p99_ms", "raw_p50_ms",
                 "raw_p99_ms", "ratio");
     std::fflush(stdout);
@@ -288,7 +291,7 @@ int runCreateSuite(const BenchOptions& opt) {
                     {"raw_p99_ms", jnum(r.raw_p99)},
                     {"ratio", jnum(ratioOf(r))}});
     }
-    if (!writeJson(opt.json_path, "create", opt.command, machine, jr)) return 1;
+    if (!writeJson(opt.json_path, name, opt.command, machine, jr, backendFields(opt, "gloo"))) return 1;
   }
   return 0;
 }

@@ -88,6 +88,10 @@ class SuiteError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The host backend of every world of the run; set by runFaultsSuite before
+// any process is forked.
+mw_backend_t g_backend = MW_BACKEND_UCX;
+
 volatile sig_atomic_t g_signal = 0;
 void onSignal(int sig) { g_signal = sig; }
 
@@ -498,7 +502,7 @@ int survivorMain(Fault kind, int first_trial, const Settings& settings, KindBoar
       current = name;
     }
     mw_world_t* w = nullptr;
-    mw_status_t s = mw_world_create(ctx, name.c_str(), 0, 2, MW_BACKEND_GLOO, 0, kCreateTimeoutMs, &w);
+    mw_status_t s = mw_world_create(ctx, name.c_str(), 0, 2, g_backend, 0, kCreateTimeoutMs, &w);
     if (s != MW_OK) {
       std::fprintf(stderr, "mw_bench faults: survivor: mw_world_create %s: %s\n", name.c_str(), mw_last_error());
       rc = 1;
@@ -551,7 +555,7 @@ int victimMain(Fault kind, int t, const Settings& settings, const Netns* netns, 
   if (!ctx) return 1;
   const std::string name = trialWorld(kind, t);
   mw_world_t* w = nullptr;
-  if (mw_world_create(ctx, name.c_str(), 1, 2, MW_BACKEND_GLOO, 0, kCreateTimeoutMs, &w) != MW_OK) {
+  if (mw_world_create(ctx, name.c_str(), 1, 2, g_backend, 0, kCreateTimeoutMs, &w) != MW_OK) {
     std::fprintf(stderr, "mw_bench faults: victim: mw_world_create %s: %s\n", name.c_str(), mw_last_error());
     mw_context_free(ctx);
     return 1;
@@ -726,8 +730,8 @@ int healthyX(int rep, const Settings& settings, HealthyBoard& b) {
   if (!ctx) return 1;
   const std::string hname = healthyWorld("h", rep), fname = healthyWorld("f", rep);
   mw_world_t *h = nullptr, *f = nullptr;
-  if (mw_world_create(ctx, hname.c_str(), 0, 2, MW_BACKEND_GLOO, 0, kCreateTimeoutMs, &h) != MW_OK ||
-      mw_world_create(ctx, fname.c_str(), 0, 2, MW_BACKEND_GLOO, 0, kCreateTimeoutMs, &f) != MW_OK) {
+  if (mw_world_create(ctx, hname.c_str(), 0, 2, g_backend, 0, kCreateTimeoutMs, &h) != MW_OK ||
+      mw_world_create(ctx, fname.c_str(), 0, 2, g_backend, 0, kCreateTimeoutMs, &f) != MW_OK) {
     std::fprintf(stderr, "mw_bench faults: X: mw_world_create: %s\n", mw_last_error());
     mw_context_free(ctx);  // destroys whichever was made
     return 1;
@@ -783,7 +787,7 @@ int healthyPeer(const std::string& name, int world_id, const Settings& settings,
   mw_context_t* ctx = newBenchContext(settings);
   if (!ctx) return 1;
   mw_world_t* w = nullptr;
-  if (mw_world_create(ctx, name.c_str(), 1, 2, MW_BACKEND_GLOO, 0, kCreateTimeoutMs, &w) != MW_OK) {
+  if (mw_world_create(ctx, name.c_str(), 1, 2, g_backend, 0, kCreateTimeoutMs, &w) != MW_OK) {
     std::fprintf(stderr, "mw_bench faults: mw_world_create %s: %s\n", name.c_str(), mw_last_error());
     mw_context_free(ctx);
     return 1;
@@ -891,8 +895,13 @@ bool writeJson(const std::string& path, const BenchOptions& opt, const std::stri
     std::fprintf(stderr, "mw_bench faults: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
     return false;
   }
-  std::fprintf(f, "{\"bench\": \"faults\", \"command\": %s, \"machine\": %s, \"rows\": [",
-               jsonString(opt.command).c_str(), jsonString(machine).c_str());
+  std::fprintf(f, "{\"bench\": %s, \"command\": %s, \"machine\": %s, ",
+               jsonString(common::resultsName("faults", opt)).c_str(), jsonString(opt.command).c_str(),
+               jsonString(machine).c_str());
+  for (const auto& [key, value] : common::backendFields(opt)) {
+    std::fprintf(f, "%s: %s, ", jsonString(key).c_str(), value.c_str());
+  }
+  std::fprintf(f, "\"rows\": [");
   const char* sep = "";
   for (const KindResult& r : kinds) {
     if (r.skipped.empty()) {
@@ -963,6 +972,7 @@ int runFaultsSuite(const BenchOptions& opt) {
   const std::string machine = machineName();
   std::vector<KindResult> kinds;
   std::vector<Rep> reps;
+  g_backend = common::backendOf(opt);
   g_signal = 0;
   SignalGuard signals;
   try {
@@ -999,10 +1009,11 @@ int runFaultsSuite(const BenchOptions& opt) {
     }
     env.netns = netns.get();
 
-    std::printf("# faults on %s: %s\n", machine.c_str(), opt.command.c_str());
-    std::printf("# multiworld %s, Gloo, library defaults (heartbeat_interval_ms 100, heartbeat_timeout_ms 1000), "
+    std::printf("# %s on %s: %s\n", common::resultsName("faults", opt).c_str(), machine.c_str(), opt.command.c_str());
+    std::printf("# multiworld %s, %s, library defaults (heartbeat_interval_ms 100, heartbeat_timeout_ms 1000), "
                 "bind_address 127.0.0.1; Redis %s\n",
-                mw_version_string(), opt.redis_url.empty() ? "private redis-server on a unix socket" : "from --redis");
+                mw_version_string(), opt.ucx ? ("UCX (transport " + common::ucxTransport() + ")").c_str() : "Gloo",
+                opt.redis_url.empty() ? "private redis-server on a unix socket" : "from --redis");
     std::printf("#\n# 1. detection latency: ms from the fault to the survivor's first sign of the break (a request "
                 "completing with MW_ERR_WORLD_BROKEN or an MW_EVENT_WORLD_BROKEN event, whichever came first), "
                 "CLOCK_MONOTONIC across processes\n");

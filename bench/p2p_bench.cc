@@ -1,36 +1,19 @@
 #include "bench/p2p_bench.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <vector>
 
-#include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
-#include <gloo/transport/unbound_buffer.h>
 
-#include <multiworld/multiworld.h>
+#include "bench/p2p_state.h"
 
 namespace mwbench {
+namespace p2p {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-using UB = gloo::transport::UnboundBuffer;
-
-// Slots of the raw context (a context of its own, so no clash with ours).
-constexpr uint64_t kDataSlot = 0x1000;
-constexpr uint64_t kCtrlSlot = 0x1001;
-constexpr uint64_t kSyncSlot = 0x1002;
-
-constexpr unsigned char kPoison = 0xA5;
-
-double secondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 uint64_t splitmix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -39,7 +22,10 @@ uint64_t splitmix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Content of the payload sent by `sender` for a command seed.
+}  // namespace
+
+double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
 uint64_t payloadSeed(uint64_t seed, int sender) { return splitmix(seed * 2 + static_cast<uint64_t>(sender)); }
 
 void fillPattern(char* p, size_t n, uint64_t seed) {
@@ -72,25 +58,27 @@ void verifyPattern(const char* p, size_t n, uint64_t seed, const char* what) {
   }
 }
 
-// Page-aligned, first-touched memory.
-class Buffer {
- public:
-  explicit Buffer(size_t n) : n_(n) {
-    size_t rounded = std::max<size_t>(4096, (n + 4095) / 4096 * 4096);
-    p_ = static_cast<char*>(std::aligned_alloc(4096, rounded));
-    if (!p_) throw BenchError("out of memory allocating " + std::to_string(n) + " bytes");
-    std::memset(p_, 0, rounded);
-  }
-  ~Buffer() { std::free(p_); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  char* data() { return p_; }
-  size_t size() const { return n_; }
+Buffer::Buffer(size_t n) {
+  size_t rounded = std::max<size_t>(4096, (n + 4095) / 4096 * 4096);
+  p_ = static_cast<char*>(std::aligned_alloc(4096, rounded));
+  if (!p_) throw BenchError("out of memory allocating " + std::to_string(n) + " bytes");
+  std::memset(p_, 0, rounded);
+}
 
- private:
-  char* p_;
-  size_t n_;
-};
+Buffer::~Buffer() { std::free(p_); }
+
+}  // namespace p2p
+
+namespace {
+
+using p2p::Clock;
+using p2p::fillPattern;
+using p2p::kCtrlSlot;
+using p2p::kPoison;
+using p2p::kSyncSlot;
+using p2p::payloadSeed;
+using p2p::secondsSince;
+using p2p::verifyPattern;
 
 // mw_last_error() starts with the status name.
 [[noreturn]] void mwFail(const char* what) {
@@ -103,61 +91,6 @@ void mwCheck(mw_status_t s, const char* what) {
 
 }  // namespace
 
-class P2pPeer::State {
- public:
-  explicit State(const PeerSetup& setup);
-  ~State();
-
-  double execute(const P2pCommand& c);
-  void sendCmd(const P2pCommand& c);
-  P2pCommand recvCmd();
-  void sendSync();
-  void recvSync();
-
-  const int rank;
-  const int peer;
-
- private:
-  void ensureBuffers(size_t bytes);
-  char* rxBuf(size_t i) { return rx_[i % rx_.size()]->data(); }
-
-  double oursBandwidth(const P2pCommand& c);
-  double rawBandwidth(const P2pCommand& c);
-  double oursLatency(const P2pCommand& c);
-  double rawLatency(const P2pCommand& c);
-
-  mw_request_t* oursSend(const void* buf, size_t n);
-  mw_request_t* oursRecv(void* buf, size_t n);
-  void oursWait(mw_request_t* r, const char* what);
-  // Reaps at least one completion; returns their user_data.
-  std::vector<uint64_t> oursReap(const char* what);
-  void rawWaitSend(UB& b, const char* what);
-  void rawWaitRecv(UB& b, const char* what);
-
-  const std::chrono::milliseconds timeout_;
-  const int timeout_ms_;
-
-  // OURS
-  mw_context_t* ctx_ = nullptr;
-  mw_world_t* world_ = nullptr;
-
-  // RAW
-  std::shared_ptr<gloo::transport::Device> device_;
-  std::shared_ptr<gloo::rendezvous::Context> raw_;
-  P2pCommand cmd_;
-  uint64_t sync_word_ = 0;
-  std::unique_ptr<UB> ub_cmd_, ub_sync_;
-
-  // Payload buffers of the current size, shared by OURS and RAW. The last
-  // payload of every measurement goes from final_tx_ to final_rx_, which is
-  // poisoned first, and is verified.
-  size_t bytes_ = 0;
-  std::unique_ptr<Buffer> tx_, final_tx_, final_rx_;
-  std::vector<std::unique_ptr<Buffer>> rx_;
-  std::vector<std::unique_ptr<UB>> ub_tx_, ub_rx_;  // RAW views of tx_ (kWindow of them) and rx_
-  std::unique_ptr<UB> ub_final_tx_, ub_final_rx_;
-};
-
 P2pPeer::State::State(const PeerSetup& setup)
     : rank(setup.rank),
       peer(1 - setup.rank),
@@ -168,7 +101,7 @@ P2pPeer::State::State(const PeerSetup& setup)
   // does not break the world mid-run; it does not touch the data path.
   mw_config_t* cfg = nullptr;
   mwCheck(mw_config_new(&cfg), "mw_config_new");
-  const std::pair<const char*, std::string> settings[] = {
+  std::vector<std::pair<const char*, std::string>> settings = {
       {"redis_url", setup.redis_url},
       {"namespace", setup.mw_namespace},
       {"bind_address", "127.0.0.1"},
@@ -176,6 +109,7 @@ P2pPeer::State::State(const PeerSetup& setup)
       {"heartbeat_timeout_ms", "10000"},
       {"log_level", "error"},
   };
+  if (setup.spin_us >= 0) settings.push_back({"spin_us", std::to_string(setup.spin_us)});
   for (const auto& [key, value] : settings) {
     mw_status_t s = mw_config_set(cfg, key, value.c_str());
     if (s != MW_OK) {
@@ -186,10 +120,9 @@ P2pPeer::State::State(const PeerSetup& setup)
   mw_status_t s = mw_context_new(cfg, &ctx_);
   mw_config_free(cfg);
   if (s != MW_OK) mwFail("mw_context_new");
-  mwCheck(mw_world_create(ctx_, "p2p", rank, 2, MW_BACKEND_GLOO, 0, setup.timeout_ms, &world_),
-          "mw_world_create");
+  mwCheck(mw_world_create(ctx_, "p2p", rank, 2, setup.backend, 0, setup.timeout_ms, &world_), "mw_world_create");
 
-  // RAW: the same TCP transport, rendezvous through a file store.
+  // GLOO: TCP on 127.0.0.1, rendezvous through a file store.
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
   device_ = gloo::transport::tcp::CreateDevice(attr);
@@ -199,6 +132,15 @@ P2pPeer::State::State(const PeerSetup& setup)
   raw_->connectFullMesh(store, device_);
   ub_cmd_ = raw_->createUnboundBuffer(&cmd_, sizeof cmd_);
   ub_sync_ = raw_->createUnboundBuffer(&sync_word_, sizeof sync_word_);
+
+  // UCX: worker addresses through the same file store.
+  if (setup.backend == MW_BACKEND_UCX) {
+    ucx_ = std::make_unique<RawUcx>();
+    const std::string& mine = ucx_->address();
+    store.set("ucx-" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
+    const std::vector<char> theirs = store.get("ucx-" + std::to_string(peer));
+    ucx_->connect(std::string(theirs.begin(), theirs.end()));
+  }
 }
 
 P2pPeer::State::~State() {
@@ -210,6 +152,7 @@ P2pPeer::State::~State() {
   ub_sync_.reset();
   raw_.reset();
   device_.reset();
+  ucx_.reset();
   if (world_) mw_world_destroy(world_);  // the peer may already be gone: ignore
   mw_context_free(ctx_);
 }
@@ -233,7 +176,7 @@ void P2pPeer::State::ensureBuffers(size_t bytes) {
   // receives pongs, and rank 1's pings alternate between two buffers.
   const size_t nrx = rank == 1 ? kWindow : 1;
   for (size_t i = 0; i < nrx; ++i) rx_.push_back(std::make_unique<Buffer>(bytes));
-  fillPattern(tx_->data(), bytes, splitmix(bytes * 4 + static_cast<uint64_t>(rank)));
+  fillPattern(tx_->data(), bytes, payloadSeed(bytes, 2 + rank));
 
   for (size_t i = 0; i < kWindow; ++i) ub_tx_.push_back(raw_->createUnboundBuffer(tx_->data(), bytes));
   for (auto& b : rx_) ub_rx_.push_back(raw_->createUnboundBuffer(b->data(), bytes));
@@ -241,38 +184,44 @@ void P2pPeer::State::ensureBuffers(size_t bytes) {
   ub_final_rx_ = raw_->createUnboundBuffer(final_rx_->data(), bytes);
 }
 
-// ---- control over the raw context ------------------------------------------
+// ---- control over the GLOO context -----------------------------------------
 
-void P2pPeer::State::rawWaitSend(UB& b, const char* what) {
-  if (!b.waitSend(nullptr, timeout_)) throw BenchError(std::string(what) + ": raw send aborted");
+void P2pPeer::State::glooWaitSend(UB& b, const char* what) {
+  if (!b.waitSend(nullptr, timeout_)) throw BenchError(std::string(what) + ": gloo send aborted");
 }
 
-void P2pPeer::State::rawWaitRecv(UB& b, const char* what) {
-  if (!b.waitRecv(nullptr, timeout_)) throw BenchError(std::string(what) + ": raw recv aborted");
+void P2pPeer::State::glooWaitRecv(UB& b, const char* what) {
+  if (!b.waitRecv(nullptr, timeout_)) throw BenchError(std::string(what) + ": gloo recv aborted");
 }
 
 void P2pPeer::State::sendCmd(const P2pCommand& c) {
   cmd_ = c;
   ub_cmd_->send(peer, kCtrlSlot);
-  rawWaitSend(*ub_cmd_, "command");
+  glooWaitSend(*ub_cmd_, "command");
 }
 
 P2pCommand P2pPeer::State::recvCmd() {
   ub_cmd_->recv(peer, kCtrlSlot);
-  rawWaitRecv(*ub_cmd_, "command");
+  glooWaitRecv(*ub_cmd_, "command");
   return cmd_;
 }
 
 void P2pPeer::State::sendSync() {
   sync_word_ = 0x73796e63;
   ub_sync_->send(peer, kSyncSlot);
-  rawWaitSend(*ub_sync_, "sync");
+  glooWaitSend(*ub_sync_, "sync");
 }
 
 void P2pPeer::State::recvSync() {
   ub_sync_->recv(peer, kSyncSlot);
-  rawWaitRecv(*ub_sync_, "sync");
+  glooWaitRecv(*ub_sync_, "sync");
   if (sync_word_ != 0x73796e63) throw BenchError("corrupt sync message");
+}
+
+void P2pPeer::State::closeRaw() {
+  // Both ranks are here, between the quit command and the last syncs: a
+  // flushing close finds its peer up.
+  if (ucx_) ucx_->closeAll(5.0);
 }
 
 // ---- OURS helpers ------------------------------------------------------------
@@ -319,19 +268,20 @@ std::vector<uint64_t> P2pPeer::State::oursReap(const char* what) {
 
 // ---- measurements ------------------------------------------------------------
 //
-// Bandwidth: rank 1 posts kWindow receives, tells rank 0 it is ready (raw
-// sync message, for both implementations), rank 0 starts the clock and
-// streams `iters` messages keeping kWindow sends outstanding, rank 1 reposts
-// each receive as it completes and acknowledges the last (raw sync again);
+// Every implementation runs the same pattern (the raw ones in p2p_raw.cc).
+//
+// Bandwidth, as ucx_perftest's tag_bw: rank 1 posts kWindow receives, tells
+// rank 0 it is ready (a sync message over GLOO, for every implementation),
+// rank 0 starts the clock and streams `iters` messages keeping kWindow
+// sends outstanding, reaping whichever completed; rank 1 reposts each
+// receive as it completes and acknowledges the last (GLOO sync again);
 // rank 0 stops the clock at the acknowledgement.
 //
-// Latency: one untimed ping-pong, then `iters` timed ones; the receive for
-// the next message is always posted before it can arrive. RAW posts the
-// receive before the send. OURS issues the send first: operations of one
-// world run in issue order, so a receive issued before the send would hold
-// the send back until the reply it waits for, which never comes. Our
-// receive still reaches the peer at issue time (its size announcement is
-// posted then), long before the reply can.
+// Latency, as ucx_perftest's tag_lat: one untimed ping-pong, then `iters`
+// timed ones; each side posts its receive before it sends, so the receive
+// for the next message is always posted before that message can arrive
+// (receives are matched apart from sends on our worlds too). Half the
+// round trip is reported.
 
 double P2pPeer::State::oursBandwidth(const P2pCommand& c) {
   const size_t bytes = c.bytes;
@@ -370,44 +320,6 @@ double P2pPeer::State::oursBandwidth(const P2pCommand& c) {
   return 0;
 }
 
-double P2pPeer::State::rawBandwidth(const P2pCommand& c) {
-  const size_t bytes = c.bytes;
-  const uint64_t n = c.iters;
-  if (rank == 0) {
-    fillPattern(final_tx_->data(), bytes, payloadSeed(c.seed, 0));
-    std::deque<UB*> inflight;
-    recvSync();
-    auto t0 = Clock::now();
-    for (uint64_t i = 0; i < n; ++i) {
-      if (inflight.size() >= kWindow) {
-        rawWaitSend(*inflight.front(), "raw bandwidth send");
-        inflight.pop_front();
-      }
-      UB* b = i + 1 == n ? ub_final_tx_.get() : ub_tx_[i % kWindow].get();
-      b->send(peer, kDataSlot, 0, bytes);
-      inflight.push_back(b);
-    }
-    while (!inflight.empty()) {
-      rawWaitSend(*inflight.front(), "raw bandwidth send");
-      inflight.pop_front();
-    }
-    recvSync();
-    return secondsSince(t0);
-  }
-  std::memset(final_rx_->data(), kPoison, bytes);
-  auto buf = [&](uint64_t i) { return i + 1 == n ? ub_final_rx_.get() : ub_rx_[i % ub_rx_.size()].get(); };
-  const uint64_t first = std::min<uint64_t>(kWindow, n);
-  for (uint64_t i = 0; i < first; ++i) buf(i)->recv(peer, kDataSlot, 0, bytes);
-  sendSync();
-  for (uint64_t i = 0; i < n; ++i) {
-    rawWaitRecv(*buf(i), "raw bandwidth recv");
-    if (i + kWindow < n) buf(i + kWindow)->recv(peer, kDataSlot, 0, bytes);
-  }
-  sendSync();
-  verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 0), "raw bandwidth");
-  return 0;
-}
-
 double P2pPeer::State::oursLatency(const P2pCommand& c) {
   const size_t bytes = c.bytes;
   const uint64_t total = c.iters + 1;  // the first round trip is untimed
@@ -418,10 +330,10 @@ double P2pPeer::State::oursLatency(const P2pCommand& c) {
     for (uint64_t j = 0; j < total; ++j) {
       if (j == 1) t0 = Clock::now();
       const bool last = j + 1 == total;
-      mw_request_t* s = oursSend(last ? final_tx_->data() : tx_->data(), bytes);
       mw_request_t* r = oursRecv(last ? final_rx_->data() : rxBuf(0), bytes);
-      oursWait(r, "ours pong");
+      mw_request_t* s = oursSend(last ? final_tx_->data() : tx_->data(), bytes);
       oursWait(s, "ours ping");
+      oursWait(r, "ours pong");
     }
     double t = secondsSince(t0);
     verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 1), "ours latency (pong)");
@@ -431,46 +343,11 @@ double P2pPeer::State::oursLatency(const P2pCommand& c) {
   mw_request_t* r = oursRecv(rbuf(0), bytes);
   for (uint64_t j = 0; j < total; ++j) {
     oursWait(r, "ours ping");
-    r = nullptr;
+    r = j + 1 < total ? oursRecv(rbuf(j + 1), bytes) : nullptr;
     mw_request_t* s = oursSend(j + 1 == total ? final_tx_->data() : tx_->data(), bytes);
-    if (j + 1 < total) r = oursRecv(rbuf(j + 1), bytes);
     oursWait(s, "ours pong");
   }
   verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 0), "ours latency (ping)");
-  return 0;
-}
-
-double P2pPeer::State::rawLatency(const P2pCommand& c) {
-  const size_t bytes = c.bytes;
-  const uint64_t total = c.iters + 1;
-  fillPattern(final_tx_->data(), bytes, payloadSeed(c.seed, rank));
-  std::memset(final_rx_->data(), kPoison, bytes);
-  if (rank == 0) {
-    Clock::time_point t0 = Clock::now();
-    for (uint64_t j = 0; j < total; ++j) {
-      if (j == 1) t0 = Clock::now();
-      const bool last = j + 1 == total;
-      UB* r = last ? ub_final_rx_.get() : ub_rx_[0].get();
-      UB* s = last ? ub_final_tx_.get() : ub_tx_[0].get();
-      r->recv(peer, kDataSlot, 0, bytes);
-      s->send(peer, kDataSlot, 0, bytes);
-      rawWaitSend(*s, "raw ping");
-      rawWaitRecv(*r, "raw pong");
-    }
-    double t = secondsSince(t0);
-    verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 1), "raw latency (pong)");
-    return t;
-  }
-  auto rbuf = [&](uint64_t j) { return j + 1 == total ? ub_final_rx_.get() : ub_rx_[j % 2].get(); };
-  rbuf(0)->recv(peer, kDataSlot, 0, bytes);
-  for (uint64_t j = 0; j < total; ++j) {
-    rawWaitRecv(*rbuf(j), "raw ping");
-    if (j + 1 < total) rbuf(j + 1)->recv(peer, kDataSlot, 0, bytes);
-    UB* s = j + 1 == total ? ub_final_tx_.get() : ub_tx_[0].get();
-    s->send(peer, kDataSlot, 0, bytes);
-    rawWaitSend(*s, "raw pong");
-  }
-  verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 0), "raw latency (ping)");
   return 0;
 }
 
@@ -479,10 +356,13 @@ double P2pPeer::State::execute(const P2pCommand& c) {
   ensureBuffers(c.bytes);
   const auto m = static_cast<Measure>(c.measure);
   const auto impl = static_cast<Impl>(c.impl);
-  if (m == Measure::Bandwidth && impl == Impl::Ours) return oursBandwidth(c);
-  if (m == Measure::Bandwidth && impl == Impl::Raw) return rawBandwidth(c);
-  if (m == Measure::Latency && impl == Impl::Ours) return oursLatency(c);
-  if (m == Measure::Latency && impl == Impl::Raw) return rawLatency(c);
+  const bool bw = m == Measure::Bandwidth, lat = m == Measure::Latency;
+  if (impl == Impl::Ours && bw) return oursBandwidth(c);
+  if (impl == Impl::Ours && lat) return oursLatency(c);
+  if (impl == Impl::Gloo && bw) return glooBandwidth(c);
+  if (impl == Impl::Gloo && lat) return glooLatency(c);
+  if (impl == Impl::Ucx && ucx_ && bw) return ucxBandwidth(c);
+  if (impl == Impl::Ucx && ucx_ && lat) return ucxLatency(c);
   throw BenchError("unknown command " + std::to_string(c.measure) + "/" + std::to_string(c.impl));
 }
 
@@ -505,7 +385,9 @@ void P2pPeer::quit() {
   P2pCommand c;
   c.measure = static_cast<uint32_t>(Measure::Quit);
   s_->sendCmd(c);
+  s_->closeRaw();
   s_->recvSync();
+  s_->sendSync();
 }
 
 void P2pPeer::serve() {
@@ -513,7 +395,9 @@ void P2pPeer::serve() {
   for (;;) {
     P2pCommand c = s_->recvCmd();
     if (static_cast<Measure>(c.measure) == Measure::Quit) {
+      s_->closeRaw();
       s_->sendSync();
+      s_->recvSync();
       return;
     }
     s_->execute(c);

@@ -1,9 +1,11 @@
 // One rank of the point-to-point benchmark: the traffic itself, over our
-// library (OURS: a 2-rank multiworld Gloo world through the C API) and over
-// a raw Gloo context on the same TCP transport (RAW). Rank 0 drives: each
-// measurement it runs is first sent to rank 1 as a command over the raw
-// context, so both ranks always run the same measurement with the same
-// iteration count. Process management and reporting live in p2p_suite.cc.
+// library (OURS: a 2-rank multiworld world, UCX or Gloo, through the C
+// API), over a raw Gloo context on TCP (GLOO) and, with the UCX backend,
+// over a raw ucp worker (UCX, bench/raw_ucx.h) on the transports UCX picks.
+// Rank 0 drives: each measurement it runs is first sent to rank 1 as a
+// command over the raw Gloo context, so both ranks always run the same
+// measurement with the same iteration count. Process management and
+// reporting live in p2p_suite.cc.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +13,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+
+#include <multiworld/multiworld.h>
 
 namespace mwbench {
 
@@ -20,7 +24,7 @@ class BenchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Impl : uint32_t { Ours = 1, Raw = 2 };
+enum class Impl : uint32_t { Ours = 1, Gloo = 2, Ucx = 3 };
 enum class Measure : uint32_t { Bandwidth = 1, Latency = 2, Quit = 3 };
 
 // Outstanding transfers per direction in the bandwidth measurement.
@@ -38,14 +42,16 @@ struct PeerSetup {
   int rank = 0;               // 0 or 1
   std::string redis_url;      // for OURS
   std::string mw_namespace;   // Redis key prefix of this run
-  std::string file_store_dir; // existing, empty directory for RAW's FileStore
+  std::string file_store_dir; // existing, empty directory for the raw FileStore
+  mw_backend_t backend = MW_BACKEND_UCX;  // OURS' world; UCX also sets up the raw UCX side
+  int spin_us = -1;           // OURS' spin_us; < 0: the library's default
   int timeout_ms = 120000;    // any single wait longer than this fails the run
 };
 
 class P2pPeer {
  public:
-  // Connects OURS (context + world "p2p") and RAW (Gloo full mesh) to the
-  // other rank. Throws BenchError or std::exception.
+  // Connects OURS (context + world "p2p"), GLOO (full mesh) and, with the
+  // UCX backend, UCX to the other rank. Throws BenchError or std::exception.
   explicit P2pPeer(const PeerSetup& setup);
   ~P2pPeer();
   P2pPeer(const P2pPeer&) = delete;

@@ -22,12 +22,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench/p2p_bench.h"
+#include "bench/raw_ucx.h"
 
 namespace mwbench {
 namespace {
@@ -48,10 +50,12 @@ constexpr double kProbeSeconds = 0.02;
 constexpr uint64_t kMinLatencyIters = 3;
 constexpr uint64_t kMaxIters = 2000000;
 
-// One size's results, from rank 0 to the parent through a pipe.
+// One size's results, from rank 0 to the parent through a pipe. RAW is raw
+// UCX with the UCX backend, raw Gloo with the Gloo backend (GLOO unused).
 struct Row {
   uint64_t bytes = 0;
-  double ours_gbps = 0, raw_gbps = 0, ours_lat_us = 0, raw_lat_us = 0;
+  double ours_gbps = 0, raw_gbps = 0, gloo_gbps = 0;
+  double ours_lat_us = 0, raw_lat_us = 0, gloo_lat_us = 0;
 };
 
 bool writeAll(int fd, const void* p, size_t n) {
@@ -71,35 +75,52 @@ bool writeAll(int fd, const void* p, size_t n) {
 
 class Driver {
  public:
-  Driver(P2pPeer& peer, const BenchOptions& opt) : peer_(peer), opt_(opt) {}
+  Driver(P2pPeer& peer, const BenchOptions& opt, bool ucx)
+      : peer_(peer), opt_(opt), ucx_(ucx), raw_(ucx ? Impl::Ucx : Impl::Gloo) {}
 
   Row measure(uint64_t bytes) {
-    uint64_t bw_iters = opt_.iters, lat_iters = opt_.iters;
+    // OURS and RAW run the same iteration count, calibrated on both; GLOO,
+    // next to UCX often 10x slower, gets a count of its own.
+    const std::vector<Impl> pair = {Impl::Ours, raw_};
+    const std::vector<Impl> all = ucx_ ? std::vector<Impl>{Impl::Ours, Impl::Ucx, Impl::Gloo} : pair;
+    std::map<Impl, uint64_t> bw_iters, lat_iters;
+    for (Impl impl : all) bw_iters[impl] = lat_iters[impl] = opt_.iters;
     if (opt_.iters == 0) {
-      bw_iters = calibrate(Measure::Bandwidth, bytes, kBandwidthRoundSeconds, kWindow);
-      lat_iters = calibrate(Measure::Latency, bytes, kLatencyRoundSeconds, kMinLatencyIters);
-    }
-    std::vector<double> ours_bw, raw_bw, ours_lat, raw_lat;
-    for (size_t round = 0; round < opt_.rounds; ++round) {
-      // ours, raw, ours, raw...; odd rounds start with raw so that a drift
-      // within a round favours neither.
-      const Impl first = round % 2 ? Impl::Raw : Impl::Ours;
-      const Impl second = round % 2 ? Impl::Ours : Impl::Raw;
-      for (Impl impl : {first, second}) {
-        double t = run(Measure::Bandwidth, impl, bytes, bw_iters);
-        (impl == Impl::Ours ? ours_bw : raw_bw).push_back(static_cast<double>(bytes * bw_iters) * 8 / t / 1e9);
+      for (const auto& group : ucx_ ? std::vector<std::vector<Impl>>{pair, {Impl::Gloo}}
+                                    : std::vector<std::vector<Impl>>{pair}) {
+        const uint64_t bw = calibrate(Measure::Bandwidth, bytes, kBandwidthRoundSeconds, kWindow, group);
+        const uint64_t lat = calibrate(Measure::Latency, bytes, kLatencyRoundSeconds, kMinLatencyIters, group);
+        for (Impl impl : group) {
+          bw_iters[impl] = bw;
+          lat_iters[impl] = lat;
+        }
       }
-      for (Impl impl : {first, second}) {
-        double t = run(Measure::Latency, impl, bytes, lat_iters);
-        (impl == Impl::Ours ? ours_lat : raw_lat).push_back(t / static_cast<double>(lat_iters) / 2 * 1e6);
+    }
+    std::map<Impl, std::vector<double>> gbps, lat_us;
+    for (size_t round = 0; round < opt_.rounds; ++round) {
+      // Each round starts with the next implementation, so that a drift
+      // within a round favours none.
+      std::vector<Impl> order;
+      for (size_t k = 0; k < all.size(); ++k) order.push_back(all[(k + round) % all.size()]);
+      for (Impl impl : order) {
+        const uint64_t n = bw_iters[impl];
+        gbps[impl].push_back(static_cast<double>(bytes * n) * 8 / run(Measure::Bandwidth, impl, bytes, n) / 1e9);
+      }
+      for (Impl impl : order) {
+        const uint64_t n = lat_iters[impl];
+        lat_us[impl].push_back(run(Measure::Latency, impl, bytes, n) / static_cast<double>(n) / 2 * 1e6);
       }
     }
     Row row;
     row.bytes = bytes;
-    row.ours_gbps = median(ours_bw);
-    row.raw_gbps = median(raw_bw);
-    row.ours_lat_us = median(ours_lat);
-    row.raw_lat_us = median(raw_lat);
+    row.ours_gbps = median(gbps[Impl::Ours]);
+    row.raw_gbps = median(gbps[raw_]);
+    row.ours_lat_us = median(lat_us[Impl::Ours]);
+    row.raw_lat_us = median(lat_us[raw_]);
+    if (ucx_) {
+      row.gloo_gbps = median(gbps[Impl::Gloo]);
+      row.gloo_lat_us = median(lat_us[Impl::Gloo]);
+    }
     return row;
   }
 
@@ -114,18 +135,22 @@ class Driver {
     return std::max(peer_.run(c), 1e-9);
   }
 
-  // Grows the iteration count until both sides took measurable time (this
-  // also warms both up), then picks the count at which a round takes about
-  // `target` seconds, per the geometric mean of the two sides' speeds.
-  uint64_t calibrate(Measure m, uint64_t bytes, double target, uint64_t min_iters) {
+  // Grows the iteration count until every implementation of `group` took
+  // measurable time (this also warms them up), then picks the count at
+  // which a round takes about `target` seconds, per the geometric mean of
+  // their speeds.
+  uint64_t calibrate(Measure m, uint64_t bytes, double target, uint64_t min_iters, const std::vector<Impl>& group) {
     uint64_t n = min_iters;
     for (;;) {
-      double ours = run(m, Impl::Ours, bytes, n);
-      double raw = run(m, Impl::Raw, bytes, n);
-      double fast = std::min(ours, raw);
+      double fast = 1e300, log_sum = 0;
+      for (Impl impl : group) {
+        const double t = run(m, impl, bytes, n);
+        fast = std::min(fast, t);
+        log_sum += std::log(t);
+      }
       if (fast >= kProbeSeconds || n >= kMaxIters) {
-        double per_iter = std::sqrt(ours * raw) / static_cast<double>(n);
-        double want = std::round(target / per_iter);
+        const double per_iter = std::exp(log_sum / static_cast<double>(group.size())) / static_cast<double>(n);
+        const double want = std::round(target / per_iter);
         return static_cast<uint64_t>(std::clamp(want, static_cast<double>(min_iters), static_cast<double>(kMaxIters)));
       }
       double grow = std::clamp(std::ceil(1.5 * kProbeSeconds / fast), 2.0, 16.0);
@@ -135,6 +160,8 @@ class Driver {
 
   P2pPeer& peer_;
   const BenchOptions& opt_;
+  const bool ucx_;
+  const Impl raw_;
   uint64_t seed_ = 0;
 };
 
@@ -147,7 +174,7 @@ int rankMain(int rank, const BenchOptions& opt, const PeerSetup& base, int resul
     if (rank == 1) {
       peer->serve();
     } else {
-      Driver driver(*peer, opt);
+      Driver driver(*peer, opt, base.backend == MW_BACKEND_UCX);
       for (size_t bytes : sizesOf(opt)) {
         Row row = driver.measure(bytes);
         if (!writeAll(result_fd, &row, sizeof row)) throw BenchError("lost the pipe to the parent");
@@ -169,36 +196,52 @@ int rankMain(int rank, const BenchOptions& opt, const PeerSetup& base, int resul
 
 // ---- the parent: processes and reporting -------------------------------------
 
-double ratioOf(const Row& r) { return r.raw_gbps > 0 ? r.ours_gbps / r.raw_gbps : 0; }
+double ratioOf(double ours, double raw) { return raw > 0 ? ours / raw : 0; }
 
-void printRow(const Row& r) {
-  std::printf("%10llu %10.3f %10.3f %7.3f %12.2f %11.2f %13.2f\n", static_cast<unsigned long long>(r.bytes),
-              r.ours_gbps, r.raw_gbps, ratioOf(r), r.ours_lat_us, r.raw_lat_us, r.ours_lat_us - r.raw_lat_us);
+void printHeader(bool ucx) {
+  if (ucx) {
+    std::printf("%10s %10s %10s %7s %10s %12s %11s %13s %12s\n", "bytes", "ours_gbps", "raw_gbps", "ratio",
+                "gloo_gbps", "ours_lat_us", "raw_lat_us", "added_lat_us", "gloo_lat_us");
+  } else {
+    std::printf("%10s %10s %10s %7s %12s %11s %13s\n", "bytes", "ours_gbps", "raw_gbps", "ratio", "ours_lat_us",
+                "raw_lat_us", "added_lat_us");
+  }
   std::fflush(stdout);
 }
 
-bool writeJson(const std::string& path, const BenchOptions& opt, const std::string& machine,
-               const std::vector<Row>& rows) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) {
-    std::fprintf(stderr, "mw_bench p2p: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-    return false;
+void printRow(const Row& r, bool ucx) {
+  const auto bytes = static_cast<unsigned long long>(r.bytes);
+  const double ratio = ratioOf(r.ours_gbps, r.raw_gbps), added = r.ours_lat_us - r.raw_lat_us;
+  if (ucx) {
+    std::printf("%10llu %10.3f %10.3f %7.3f %10.3f %12.2f %11.2f %13.2f %12.2f\n", bytes, r.ours_gbps, r.raw_gbps,
+                ratio, r.gloo_gbps, r.ours_lat_us, r.raw_lat_us, added, r.gloo_lat_us);
+  } else {
+    std::printf("%10llu %10.3f %10.3f %7.3f %12.2f %11.2f %13.2f\n", bytes, r.ours_gbps, r.raw_gbps, ratio,
+                r.ours_lat_us, r.raw_lat_us, added);
   }
-  std::fprintf(f, "{\"bench\": \"p2p\", \"command\": %s, \"machine\": %s, \"rows\": [",
-               jsonString(opt.command).c_str(), jsonString(machine).c_str());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    std::fprintf(f,
-                 "%s\n  {\"bytes\": %llu, \"ours_gbps\": %.6g, \"raw_gbps\": %.6g, \"ratio\": %.6g, "
-                 "\"ours_lat_us\": %.6g, \"raw_lat_us\": %.6g}",
-                 i ? "," : "", static_cast<unsigned long long>(r.bytes), r.ours_gbps, r.raw_gbps, ratioOf(r),
-                 r.ours_lat_us, r.raw_lat_us);
+  std::fflush(stdout);
+}
+
+std::vector<common::JsonRow> jsonRows(const std::vector<Row>& rows, bool ucx) {
+  using common::jnum;
+  std::vector<common::JsonRow> out;
+  for (const Row& r : rows) {
+    common::JsonRow j = {{"bytes", jnum(static_cast<double>(r.bytes))},
+                         {"ours_gbps", jnum(r.ours_gbps)},
+                         {"raw_gbps", jnum(r.raw_gbps)},
+                         {"ratio", jnum(ratioOf(r.ours_gbps, r.raw_gbps))}};
+    if (ucx) j.push_back({"gloo_gbps", jnum(r.gloo_gbps)});
+    j.push_back({"ours_lat_us", jnum(r.ours_lat_us)});
+    j.push_back({"raw_lat_us", jnum(r.raw_lat_us)});
+    if (ucx) {
+      j.push_back({"gloo_lat_us", jnum(r.gloo_lat_us)});
+      // How many times ours beats raw Gloo: bandwidth, and latency (lower).
+      j.push_back({"vs_gloo_bw", jnum(ratioOf(r.ours_gbps, r.gloo_gbps))});
+      j.push_back({"vs_gloo_lat", jnum(ratioOf(r.gloo_lat_us, r.ours_lat_us))});
+    }
+    out.push_back(std::move(j));
   }
-  std::fprintf(f, "\n]}\n");
-  bool ok = std::fflush(f) == 0 && !std::ferror(f);
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok) std::fprintf(stderr, "mw_bench p2p: writing %s failed\n", path.c_str());
-  return ok;
+  return out;
 }
 
 bool exitedOk(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
@@ -215,11 +258,14 @@ int runP2pSuite(const BenchOptions& opt) {
     return 2;
   }
   const std::string machine = machineName();
+  const std::string name = opt.ucx ? "p2p (ucx, " + common::ucxTransport() + ")" : common::resultsName("p2p", opt);
   std::vector<Row> rows;
   bool ok = true;
   try {
     TempDir dir;
     PeerSetup setup;
+    setup.backend = common::backendOf(opt);
+    setup.spin_us = opt.spin_us;
     setup.mw_namespace = "mwbench." + std::to_string(getpid());
     setup.file_store_dir = dir.path() + "/gloo-store";
     std::filesystem::create_directory(setup.file_store_dir);
@@ -235,15 +281,20 @@ int runP2pSuite(const BenchOptions& opt) {
       setup.redis_url = redis->url();
     }
 
-    std::printf("# p2p on %s: %s\n", machine.c_str(), opt.command.c_str());
-    std::printf("# ours = multiworld Gloo world, raw = gloo::rendezvous::Context, both tcp on 127.0.0.1; "
-                "gbps = 1e9 bit/s one way, %zu sends outstanding; lat = half a ping-pong round trip; "
-                "median of %zu alternating rounds; %s\n",
+    std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());
+    if (opt.ucx) {
+      std::printf("# ours = multiworld UCX world (mw_wait/mw_poll, spin_us %s), raw = a plain ucp tag loop "
+                  "polling ucp_worker_progress (own ucp_context, features TAG|WAKEUP, endpoints in error mode %s), "
+                  "transport %s; gloo = gloo::rendezvous::Context, tcp on 127.0.0.1; ratio = ours/raw; ",
+                  common::spinText(opt).c_str(), RawUcx::errorModeName(), common::ucxTransport().c_str());
+    } else {
+      std::printf("# ours = multiworld Gloo world, raw = gloo::rendezvous::Context, both tcp on 127.0.0.1; ");
+    }
+    std::printf("gbps = 1e9 bit/s one way, %zu sends outstanding; lat = half a ping-pong round trip; "
+                "median of %zu rounds, each starting with the next implementation; %s\n",
                 kWindow, opt.rounds, opt.iters ? ("iterations " + std::to_string(opt.iters)).c_str()
                                                 : "iterations calibrated per size");
-    std::printf("%10s %10s %10s %7s %12s %11s %13s\n", "bytes", "ours_gbps", "raw_gbps", "ratio", "ours_lat_us",
-                "raw_lat_us", "added_lat_us");
-    std::fflush(stdout);
+    printHeader(opt.ucx);
     std::fflush(stderr);
 
     int fds[2];
@@ -292,7 +343,7 @@ int runP2pSuite(const BenchOptions& opt) {
             std::memcpy(&row, pending.data(), sizeof row);
             pending.erase(0, sizeof row);
             rows.push_back(row);
-            printRow(row);
+            printRow(row, opt.ucx);
           }
         }
       } else {
@@ -334,7 +385,11 @@ int runP2pSuite(const BenchOptions& opt) {
     std::fprintf(stderr, "mw_bench p2p: FAILED\n");
     return 1;
   }
-  if (!opt.json_path.empty() && !writeJson(opt.json_path, opt, machine, rows)) return 1;
+  if (!opt.json_path.empty()) {
+    common::JsonRow top = common::backendFields(opt, common::backendName(opt));
+    if (opt.ucx) top.push_back({"raw_error_mode", jsonString(RawUcx::errorModeName())});
+    if (!common::writeJson(opt.json_path, name, opt.command, machine, jsonRows(rows, opt.ucx), top)) return 1;
+  }
   return 0;
 }
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,13 +21,19 @@ using namespace common;
 constexpr int kTimeoutMs = 60000;
 constexpr size_t kMsgBytes = 64;
 constexpr size_t kWindow = 8;  // receives (and sends) outstanding
-constexpr int kManyWorlds = 256;
+// World counts measured; the threads of both processes are counted at each.
+constexpr int kWorldCounts[] = {1, 64, 256};
 constexpr size_t kDefaultMessages = 10000;
 constexpr size_t kRounds = 3;
 
+// Rank 1 sends the measurements; rank 0 only its thread count (first: it
+// writes before it starts sending, rank 1 after it received everything).
 struct Row {
+  int64_t rank = 0;
   int64_t worlds = 0;
   int64_t messages = 0;
+  int64_t threads = 0;       // of the process that wrote the record
+  int64_t send_threads = 0;  // the sender's, filled in by the parent
   double poll_ns = 0, test_ns = 0, poll_cpu_ns = 0, test_cpu_ns = 0;
 };
 
@@ -135,20 +143,29 @@ std::pair<double, double> recvStream(mw_context_t* ctx, mw_world_t* w, size_t n,
   return {wall, cpu};
 }
 
-int worker(int rank, const std::string& url, const std::string& ns, size_t n, int fd) {
-  mw_context_t* ctx = newContext(url, ns, kTimeoutMs);
+int worker(int rank, const BenchOptions& opt, const std::string& url, const std::string& ns, size_t n, int fd) {
+  const mw_backend_t backend = backendOf(opt);
+  mw_context_t* ctx = newContext(url, ns, kTimeoutMs, opt.spin_us);
   std::vector<mw_world_t*> worlds;
   auto open = [&](int upto) {
     while (static_cast<int>(worlds.size()) < upto) {
       mw_world_t* w = nullptr;
       const std::string name = "poll-" + std::to_string(worlds.size());
-      mwCheck(mw_world_create(ctx, name.c_str(), rank, 2, MW_BACKEND_GLOO, 0, kTimeoutMs, &w), "mw_world_create");
+      mwCheck(mw_world_create(ctx, name.c_str(), rank, 2, backend, 0, kTimeoutMs, &w), "mw_world_create");
       worlds.push_back(w);
     }
   };
-  for (int count : {1, kManyWorlds}) {
+  for (int count : kWorldCounts) {
     open(count);
     mw_world_t* w = worlds[0];
+    syncWorld(w);  // both have every world open
+    if (rank == 0) {
+      Row row;
+      row.worlds = count;
+      row.threads = threadCount();
+      writeRecord(fd, &row, sizeof row);
+    }
+    const int threads = threadCount();
     std::vector<double> pw, tw, pc, tc;
     for (size_t round = 0; round < kRounds; ++round) {
       for (int k = 0; k < 2; ++k) {
@@ -164,7 +181,9 @@ int worker(int rank, const std::string& url, const std::string& ns, size_t n, in
     }
     if (rank == 1) {
       Row row;
+      row.rank = 1;
       row.worlds = count;
+      row.threads = threads;
       row.messages = static_cast<int64_t>(n);
       row.poll_ns = median(pw);
       row.test_ns = median(tw);
@@ -184,33 +203,44 @@ int worker(int rank, const std::string& url, const std::string& ns, size_t n, in
 int runPollSuite(const BenchOptions& opt) {
   const size_t n = opt.iters ? opt.iters : kDefaultMessages;
   const std::string machine = machineName();
+  const std::string name = resultsName("poll", opt);
   std::vector<Row> rows;
   try {
     TempDir dir;
     SuiteRedis redis(opt.redis_url, dir.path());
     const std::string& url = redis.url();
-    std::printf("# poll on %s: %s\n", machine.c_str(), opt.command.c_str());
-    std::printf("# no raw baseline (Gloo has no completion queue); one process pair on 127.0.0.1, one world "
-                "carries %zu %zu-byte sends with %zu receives outstanding, the other worlds (worlds - 1) are open "
-                "and idle; receiving side: wall ns and process CPU ns (getrusage, all threads) per completion, "
-                "completed through mw_poll or by spinning mw_test on the oldest; median of %zu alternating rounds\n",
-                n, kMsgBytes, kWindow, kRounds);
-    std::printf("%6s %23s %23s %22s %22s\n", "worlds", "ns_per_completion_poll", "ns_per_completion_test",
-                "cpu_ns_per_compl_poll", "cpu_ns_per_compl_test");
+    std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());
+    std::printf("# no raw baseline (neither Gloo nor UCX has a completion queue of requests); one process pair on "
+                "127.0.0.1 with that many 2-rank multiworld %s worlds open (spin_us %s), one world carries "
+                "%zu %zu-byte sends with %zu receives outstanding, the others are idle; receiving side: wall ns and "
+                "process CPU ns (getrusage, all threads) per completion, completed through mw_poll or by spinning "
+                "mw_test on the oldest; median of %zu alternating rounds; threads = /proc/self/task of the sending "
+                "and the receiving process with the worlds open\n",
+                backendName(opt), spinText(opt).c_str(), n, kMsgBytes, kWindow, kRounds);
+    std::printf("%6s %23s %23s %22s %22s %12s %12s\n", "worlds", "ns_per_completion_poll", "ns_per_completion_test",
+                "cpu_ns_per_compl_poll", "cpu_ns_per_compl_test", "send_threads", "recv_threads");
     std::fflush(stdout);
     const std::string ns = "mwbench.poll." + std::to_string(getpid());
+    std::map<int64_t, int64_t> sender_threads;  // by world count
     bool ok = runWorkers(
-        "poll", 2, sizeof(Row), [&](int rank, int fd) { return worker(rank, url, ns, n, fd); },
+        "poll", 2, sizeof(Row), [&](int rank, int fd) { return worker(rank, opt, url, ns, n, fd); },
         [&](const char* rec) {
           Row r;
           std::memcpy(&r, rec, sizeof r);
+          if (r.rank == 0) {
+            sender_threads[r.worlds] = r.threads;
+            return;
+          }
+          r.send_threads = sender_threads[r.worlds];
           rows.push_back(r);
-          std::printf("%6lld %23.0f %23.0f %22.0f %22.0f\n", static_cast<long long>(r.worlds), r.poll_ns, r.test_ns,
-                      r.poll_cpu_ns, r.test_cpu_ns);
+          std::printf("%6lld %23.0f %23.0f %22.0f %22.0f %12lld %12lld\n", static_cast<long long>(r.worlds),
+                      r.poll_ns, r.test_ns, r.poll_cpu_ns, r.test_cpu_ns, static_cast<long long>(r.send_threads),
+                      static_cast<long long>(r.threads));
           std::fflush(stdout);
         });
-    if (ok && rows.size() != 2) {
-      std::fprintf(stderr, "mw_bench poll: got %zu of 2 rows\n", rows.size());
+    const size_t expected = std::size(kWorldCounts);
+    if (ok && rows.size() != expected) {
+      std::fprintf(stderr, "mw_bench poll: got %zu of %zu rows\n", rows.size(), expected);
       ok = false;
     }
     if (!ok) {
@@ -229,9 +259,11 @@ int runPollSuite(const BenchOptions& opt) {
                     {"ns_per_completion_poll", jnum(r.poll_ns)},
                     {"ns_per_completion_test", jnum(r.test_ns)},
                     {"cpu_ns_per_completion_poll", jnum(r.poll_cpu_ns)},
-                    {"cpu_ns_per_completion_test", jnum(r.test_cpu_ns)}});
+                    {"cpu_ns_per_completion_test", jnum(r.test_cpu_ns)},
+                    {"send_threads", jnum(static_cast<double>(r.send_threads))},
+                    {"recv_threads", jnum(static_cast<double>(r.threads))}});
     }
-    if (!writeJson(opt.json_path, "poll", opt.command, machine, jr)) return 1;
+    if (!writeJson(opt.json_path, name, opt.command, machine, jr, backendFields(opt))) return 1;
   }
   return 0;
 }

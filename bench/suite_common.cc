@@ -23,6 +23,8 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "bench/raw_ucx.h"
+
 namespace mwbench {
 namespace common {
 
@@ -201,10 +203,10 @@ bool runWorkers(const char* suite, int n, size_t rec_size, const std::function<i
 
 [[noreturn]] void mwFail(const std::string& what) { throw Error(what + " failed: " + mw_last_error()); }
 
-mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms) {
+mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms, int spin_us) {
   mw_config_t* cfg = nullptr;
   mwCheck(mw_config_new(&cfg), "mw_config_new");
-  const std::pair<const char*, std::string> settings[] = {
+  std::vector<std::pair<const char*, std::string>> settings = {
       {"redis_url", redis_url},
       {"namespace", ns},
       {"bind_address", "127.0.0.1"},
@@ -212,6 +214,7 @@ mw_context_t* newContext(const std::string& redis_url, const std::string& ns, in
       {"heartbeat_timeout_ms", "10000"},
       {"log_level", "error"},
   };
+  if (spin_us >= 0) settings.push_back({"spin_us", std::to_string(spin_us)});
   for (const auto& [key, value] : settings) {
     if (mw_config_set(cfg, key, value.c_str()) != MW_OK) {
       mw_config_free(cfg);
@@ -285,6 +288,46 @@ bool writeJson(const std::string& path, const std::string& bench, const std::str
   ok = std::fclose(f) == 0 && ok;
   if (!ok) std::fprintf(stderr, "mw_bench %s: writing %s failed\n", bench.c_str(), path.c_str());
   return ok;
+}
+
+mw_backend_t backendOf(const BenchOptions& opt) { return opt.ucx ? MW_BACKEND_UCX : MW_BACKEND_GLOO; }
+
+const char* backendName(const BenchOptions& opt) { return opt.ucx ? "ucx" : "gloo"; }
+
+std::string resultsName(const std::string& suite, const BenchOptions& opt) {
+  return opt.ucx ? suite : suite + " (gloo)";
+}
+
+std::string ucxTransport() {
+  if (RawUcx::sharedMemoryAllowed()) return "shm";
+  const char* tls = std::getenv("UCX_TLS");
+  return tls ? tls : "";
+}
+
+JsonRow backendFields(const BenchOptions& opt, const char* raw) {
+  JsonRow top = {{"backend", jsonString(backendName(opt))}};
+  if (raw) top.push_back({"raw", jsonString(raw)});
+  if (opt.spin_us >= 0) top.push_back({"spin_us", jnum(opt.spin_us)});
+  if (opt.ucx) {
+    const char* tls = std::getenv("UCX_TLS");
+    top.push_back({"transport", jsonString(ucxTransport())});
+    top.push_back({"ucx_tls", tls ? jsonString(tls) : "null"});
+  }
+  return top;
+}
+
+std::string spinText(const BenchOptions& opt) {
+  return opt.spin_us >= 0 ? std::to_string(opt.spin_us) : "default";
+}
+
+int threadCount() {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
 }
 
 std::vector<std::size_t> sizesOf(const BenchOptions& opt) {

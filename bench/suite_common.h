@@ -62,8 +62,23 @@ bool runWorkers(const char* suite, int n, std::size_t rec_size, const std::funct
                 const std::function<void(const char*)>& on_record);
 void writeRecord(int fd, const void* p, std::size_t n);
 
-// A multiworld context for benchmarks on 127.0.0.1.
-mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms);
+// OURS' host backend (--backend), its name, and the name a suite's results
+// go under: `suite` with the UCX backend, "<suite> (gloo)" with Gloo, so
+// that one report can hold both.
+mw_backend_t backendOf(const BenchOptions& opt);
+const char* backendName(const BenchOptions& opt);
+std::string resultsName(const std::string& suite, const BenchOptions& opt);
+// How UCX_TLS lets UCX move data between processes on this host: "shm"
+// (shared memory, endpoints in error mode NONE) or UCX_TLS's value.
+std::string ucxTransport();
+// OURS' spin_us as given, or "default".
+std::string spinText(const BenchOptions& opt);
+// This process's threads (/proc/self/task).
+int threadCount();
+
+// A multiworld context for benchmarks on 127.0.0.1; spin_us < 0 leaves the
+// library's default.
+mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms, int spin_us = -1);
 [[noreturn]] void mwFail(const std::string& what);
 inline void mwCheck(mw_status_t s, const char* what) {
   if (s != MW_OK) mwFail(what);
@@ -97,6 +112,10 @@ using JsonRow = std::vector<std::pair<std::string, std::string>>;
 bool writeJson(const std::string& path, const std::string& bench, const std::string& command,
                const std::string& machine, const std::vector<JsonRow>& rows, const JsonRow& top = {});
 std::string jnum(double v);
+// The JSON fields every host suite's results carry at the top: backend,
+// with UCX transport and UCX_TLS, and `raw` (what the raw_* columns
+// measured: "ucx" or "gloo") when given.
+JsonRow backendFields(const BenchOptions& opt, const char* raw = nullptr);
 
 }  // namespace common
 }  // namespace mwbench

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -54,6 +55,31 @@ TEST(Cli, HelpAndBadUsage) {
   out.clear();
   EXPECT_EQ(run(kCli + " status --redis redis://127.0.0.1:1", &out), 2);
   EXPECT_EQ(out.find("terminate"), std::string::npos);  // one clear line, no crash
+  out.clear();
+  EXPECT_EQ(run(kCli + " bench p2p --backend rdma", &out), 2);
+  EXPECT_NE(out.find("bad value 'rdma' for --backend"), std::string::npos) << out;
+}
+
+// `multiworld bench p2p --backend ucx`: ours, raw UCX and raw Gloo side by
+// side, every payload checked, the JSON rows carrying all three.
+TEST(Cli, BenchP2pOnUcxComparesThreeImplementations) {
+  char dir[] = "/tmp/mw-cli-bench-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string json = std::string(dir) + "/p2p.json";
+  std::string out;
+  const std::string args = " bench p2p --backend ucx --iters 20 --rounds 1 --max-bytes 4096 --json " + json;
+  const int rc = run("env -u MW_REDIS_URL " + kCli + args, &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("gloo_lat_us"), std::string::npos) << out;
+  std::string doc;
+  EXPECT_EQ(run("cat " + json, &doc), 0);
+  for (const char* key : {"\"bench\": \"p2p (ucx, ", "\"backend\": \"ucx\"", "\"ours_gbps\"", "\"raw_gbps\"",
+                          "\"ratio\"", "\"gloo_gbps\"", "\"ours_lat_us\"", "\"raw_lat_us\"", "\"gloo_lat_us\""}) {
+    EXPECT_NE(doc.find(key), std::string::npos) << key << " missing in " << doc;
+  }
+  EXPECT_EQ(std::count(doc.begin(), doc.end(), '{'), 1 + 4) << doc;  // the document and sizes 64, 256, 1K, 4K
+  std::string ignored;
+  run(std::string("rm -rf ") + dir, &ignored);
 }
 
 TEST(Cli, StatusShowsMembersAndMarksBrokenWorlds) {

@@ -25,7 +25,7 @@ static int run_rank(int rank, int size) {
   mw_world_t* world;
   mw_request_t* req;
   CHECK(mw_context_new(NULL, &ctx));
-  CHECK(mw_world_create(ctx, "hello", rank, size, MW_BACKEND_GLOO, 0, 10000, &world));
+  CHECK(mw_world_create(ctx, "hello", rank, size, MW_BACKEND_UCX, 0, 10000, &world));
 
   /* Point to point: rank 0 greets every other rank. */
   int greeting[4] = {0};

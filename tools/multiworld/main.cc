@@ -21,8 +21,8 @@ constexpr const char* kUsage = R"(usage: multiworld <command> [options]
 
 commands:
   demo     the serving-pipeline demo: a leader, stage 1, N stage-2 replicas and
-           stage 3, each pair in its own world; kills a replica and scales out
-           while traffic flows, and checks every result
+           stage 3, each pair in its own two-rank UCX world; kills a replica and
+           scales out while traffic flows, and checks every result
              --replicas N          stage-2 replicas at start (default 2)
              --duration S          seconds of traffic (default 30)
              --kill-after S        kill -9 one replica after S seconds
@@ -35,8 +35,9 @@ commands:
              --redis URL           (default: $MW_REDIS_URL, else redis://127.0.0.1:6379)
              --namespace NS        key prefix (default mw)
              --watch               refresh every second
-  bench    the benchmarks, ours against raw Gloo or NCCL in the same run:
-           multiworld bench <suite> [--json FILE] ...; multiworld bench --help
+  bench    the benchmarks, ours against raw UCX, Gloo or NCCL in the same run:
+           multiworld bench <suite> [--backend ucx|gloo] [--json FILE] ...;
+           multiworld bench --help
   version  print the library version
 
 exit codes: 0 success; 1 the command ran and failed (demo: lost or wrong results);

@@ -26,7 +26,7 @@ Endpoint& MessageNode::connect(const std::string& name, int rank, bool inbound, 
   e->peer = 1 - rank;
   e->inbound = inbound;
   e->tag = tag;
-  if (mw_world_create(ctx_, name.c_str(), rank, 2, MW_BACKEND_GLOO, 0, timeout_ms, &e->world) != MW_OK) {
+  if (mw_world_create(ctx_, name.c_str(), rank, 2, MW_BACKEND_UCX, 0, timeout_ms, &e->world) != MW_OK) {
     throw std::runtime_error("cannot form world " + name + ": " + mw_last_error());
   }
   endpoints_.push_back(std::move(e));
