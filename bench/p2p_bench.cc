@@ -133,13 +133,20 @@ P2pPeer::State::State(const PeerSetup& setup)
   ub_cmd_ = raw_->createUnboundBuffer(&cmd_, sizeof cmd_);
   ub_sync_ = raw_->createUnboundBuffer(&sync_word_, sizeof sync_word_);
 
-  // UCX: worker addresses through the same file store.
+  // UCX and UCX_SHM: worker addresses through the same file store.
+  auto connectRaw = [&](RawUcx& u, const std::string& key) {
+    const std::string& mine = u.address();
+    store.set(key + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
+    const std::vector<char> theirs = store.get(key + std::to_string(peer));
+    u.connect(std::string(theirs.begin(), theirs.end()));
+  };
   if (setup.backend == MW_BACKEND_UCX) {
-    ucx_ = std::make_unique<RawUcx>();
-    const std::string& mine = ucx_->address();
-    store.set("ucx-" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
-    const std::vector<char> theirs = store.get("ucx-" + std::to_string(peer));
-    ucx_->connect(std::string(theirs.begin(), theirs.end()));
+    ucx_ = std::make_unique<RawUcx>(UCP_ERR_HANDLING_MODE_PEER);
+    connectRaw(*ucx_, "ucx-");
+    if (RawUcx::sharedMemoryAllowed()) {
+      ucx_shm_ = std::make_unique<RawUcx>(UCP_ERR_HANDLING_MODE_NONE);
+      connectRaw(*ucx_shm_, "ucx-shm-");
+    }
   }
 }
 
@@ -153,6 +160,7 @@ P2pPeer::State::~State() {
   raw_.reset();
   device_.reset();
   ucx_.reset();
+  ucx_shm_.reset();
   if (world_) mw_world_destroy(world_);  // the peer may already be gone: ignore
   mw_context_free(ctx_);
 }
@@ -222,6 +230,7 @@ void P2pPeer::State::closeRaw() {
   // Both ranks are here, between the quit command and the last syncs: a
   // flushing close finds its peer up.
   if (ucx_) ucx_->closeAll(5.0);
+  if (ucx_shm_) ucx_shm_->closeAll(5.0);
 }
 
 // ---- OURS helpers ------------------------------------------------------------
@@ -361,8 +370,9 @@ double P2pPeer::State::execute(const P2pCommand& c) {
   if (impl == Impl::Ours && lat) return oursLatency(c);
   if (impl == Impl::Gloo && bw) return glooBandwidth(c);
   if (impl == Impl::Gloo && lat) return glooLatency(c);
-  if (impl == Impl::Ucx && ucx_ && bw) return ucxBandwidth(c);
-  if (impl == Impl::Ucx && ucx_ && lat) return ucxLatency(c);
+  RawUcx* u = impl == Impl::Ucx ? ucx_.get() : impl == Impl::UcxShm ? ucx_shm_.get() : nullptr;
+  if (u && bw) return ucxBandwidth(c, *u);
+  if (u && lat) return ucxLatency(c, *u);
   throw BenchError("unknown command " + std::to_string(c.measure) + "/" + std::to_string(c.impl));
 }
 
@@ -389,6 +399,12 @@ void P2pPeer::quit() {
   s_->recvSync();
   s_->sendSync();
 }
+
+std::string P2pPeer::ucxLanes() const { return s_->ucx() ? s_->ucx()->lanes(0) : ""; }
+
+std::string P2pPeer::ucxShmLanes() const { return s_->ucxShm() ? s_->ucxShm()->lanes(0) : ""; }
+
+bool P2pPeer::hasUcxShm() const { return s_->ucxShm() != nullptr; }
 
 void P2pPeer::serve() {
   if (s_->rank != 1) throw BenchError("only rank 1 serves");

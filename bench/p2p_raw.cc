@@ -1,6 +1,7 @@
 // The raw baselines of the point-to-point benchmark, in the pattern of
-// OURS (p2p_bench.cc): GLOO through unbound buffers, UCX through a plain
-// ucp tag loop (bench/raw_ucx.h) polled on the calling thread.
+// OURS (p2p_bench.cc): GLOO through unbound buffers, UCX and UCX_SHM
+// through a plain ucp tag loop (bench/raw_ucx.h) polled on the calling
+// thread.
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -111,10 +112,9 @@ void P2pPeer::State::ucxCheck(const RawUcxOp& op, size_t bytes, const char* what
   }
 }
 
-double P2pPeer::State::ucxBandwidth(const P2pCommand& c) {
+double P2pPeer::State::ucxBandwidth(const P2pCommand& c, RawUcx& u) {
   const size_t bytes = c.bytes;
   const uint64_t n = c.iters;
-  RawUcx& u = *ucx_;
   std::vector<RawUcxOp> ops(kWindow);
   for (RawUcxOp& op : ops) op.queue = true;
   std::vector<RawUcxOp*> done;
@@ -163,10 +163,9 @@ double P2pPeer::State::ucxBandwidth(const P2pCommand& c) {
   return 0;
 }
 
-double P2pPeer::State::ucxLatency(const P2pCommand& c) {
+double P2pPeer::State::ucxLatency(const P2pCommand& c, RawUcx& u) {
   const size_t bytes = c.bytes;
   const uint64_t total = c.iters + 1;  // the first round trip is untimed
-  RawUcx& u = *ucx_;
   fillPattern(final_tx_->data(), bytes, payloadSeed(c.seed, rank));
   std::memset(final_rx_->data(), kPoison, bytes);
   RawUcxOp s, r[2];

@@ -18,12 +18,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
-
-#include "bench/raw_ucx.h"
 
 namespace mwbench {
 namespace common {
@@ -265,6 +264,20 @@ std::shared_ptr<gloo::rendezvous::Context> rawGlooContext(int rank, int size, co
   return raw;
 }
 
+namespace {
+
+// The machine's load average (1, 5 and 15 minutes) when this process
+// started: benchmarks share the machine, and a polling baseline suffers
+// most when there are fewer idle cores than processes.
+const std::string kLoadAtStart = [] {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return in ? one + " " + five + " " + fifteen : std::string();
+}();
+
+}  // namespace
+
 bool writeJson(const std::string& path, const std::string& bench, const std::string& command,
                const std::string& machine, const std::vector<JsonRow>& rows, const JsonRow& top) {
   FILE* f = std::fopen(path.c_str(), "w");
@@ -275,6 +288,7 @@ bool writeJson(const std::string& path, const std::string& bench, const std::str
   std::fprintf(f, "{\"bench\": %s, \"command\": %s, \"machine\": %s, ", jsonString(bench).c_str(),
                jsonString(command).c_str(), jsonString(machine).c_str());
   for (const auto& [key, value] : top) std::fprintf(f, "%s: %s, ", jsonString(key).c_str(), value.c_str());
+  if (!kLoadAtStart.empty()) std::fprintf(f, "\"loadavg_at_start\": %s, ", jsonString(kLoadAtStart).c_str());
   std::fprintf(f, "\"rows\": [");
   for (size_t i = 0; i < rows.size(); ++i) {
     std::fprintf(f, "%s\n  {", i ? "," : "");
@@ -298,21 +312,16 @@ std::string resultsName(const std::string& suite, const BenchOptions& opt) {
   return opt.ucx ? suite : suite + " (gloo)";
 }
 
-std::string ucxTransport() {
-  if (RawUcx::sharedMemoryAllowed()) return "shm";
+std::string ucxTls() {
   const char* tls = std::getenv("UCX_TLS");
-  return tls ? tls : "";
+  return tls && *tls ? tls : "default";
 }
 
 JsonRow backendFields(const BenchOptions& opt, const char* raw) {
   JsonRow top = {{"backend", jsonString(backendName(opt))}};
   if (raw) top.push_back({"raw", jsonString(raw)});
   if (opt.spin_us >= 0) top.push_back({"spin_us", jnum(opt.spin_us)});
-  if (opt.ucx) {
-    const char* tls = std::getenv("UCX_TLS");
-    top.push_back({"transport", jsonString(ucxTransport())});
-    top.push_back({"ucx_tls", tls ? jsonString(tls) : "null"});
-  }
+  if (opt.ucx) top.push_back({"ucx_tls", jsonString(ucxTls())});
   return top;
 }
 
