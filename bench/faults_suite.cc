@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -367,13 +368,17 @@ class Netns {
     made_link_ = made_ns_ = false;
   }
 
-  // In a forked child, before it makes any socket.
+  // In a forked child, before it makes any socket. As `ip netns exec`
+  // does, it also mounts this namespace's /sys in a mount namespace of its
+  // own: UCX finds its network devices there, and with the host's /sys it
+  // would offer the peer no tcp lane at all.
   bool enter() const {
     int fd = open(("/var/run/netns/" + ns_).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     bool ok = setns(fd, CLONE_NEWNET) == 0;
     close(fd);
-    return ok;
+    return ok && unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+           umount2("/sys", MNT_DETACH) == 0 && mount("sysfs", "/sys", "sysfs", 0, nullptr) == 0;
   }
 
   // The fault and its repair: the outer veth's IFF_UP flag, set with the

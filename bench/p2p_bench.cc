@@ -58,6 +58,21 @@ void verifyPattern(const char* p, size_t n, uint64_t seed, const char* what) {
   }
 }
 
+RoundTrips::RoundTrips(uint64_t timed) { laps_.reserve(timed); }
+
+void RoundTrips::done(uint64_t j) {
+  const Clock::time_point t = Clock::now();
+  if (j > 0) laps_.push_back(std::chrono::duration<double>(t - last_).count());
+  last_ = t;
+}
+
+double RoundTrips::medianTotal() {
+  if (laps_.empty()) return 0;
+  auto mid = laps_.begin() + static_cast<std::ptrdiff_t>(laps_.size() / 2);
+  std::nth_element(laps_.begin(), mid, laps_.end());
+  return *mid * static_cast<double>(laps_.size());
+}
+
 Buffer::Buffer(size_t n) {
   size_t rounded = std::max<size_t>(4096, (n + 4095) / 4096 * 4096);
   p_ = static_cast<char*>(std::aligned_alloc(4096, rounded));
@@ -335,16 +350,16 @@ double P2pPeer::State::oursLatency(const P2pCommand& c) {
   fillPattern(final_tx_->data(), bytes, payloadSeed(c.seed, rank));
   std::memset(final_rx_->data(), kPoison, bytes);
   if (rank == 0) {
-    Clock::time_point t0 = Clock::now();
+    p2p::RoundTrips clock(c.iters);
     for (uint64_t j = 0; j < total; ++j) {
-      if (j == 1) t0 = Clock::now();
       const bool last = j + 1 == total;
       mw_request_t* r = oursRecv(last ? final_rx_->data() : rxBuf(0), bytes);
       mw_request_t* s = oursSend(last ? final_tx_->data() : tx_->data(), bytes);
       oursWait(s, "ours ping");
       oursWait(r, "ours pong");
+      clock.done(j);
     }
-    double t = secondsSince(t0);
+    double t = clock.medianTotal();
     verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 1), "ours latency (pong)");
     return t;
   }

@@ -63,7 +63,8 @@ class P2pPeer {
   // Rank 0 only: has rank 1 run `cmd` alongside and runs rank 0's side.
   // Returns the seconds of the timed part: `iters` messages streamed with
   // kWindow outstanding, up to rank 1's acknowledgement (Bandwidth), or
-  // `iters` ping-pong round trips after one untimed one (Latency).
+  // `iters` ping-pong round trips after one untimed one, each taking the
+  // median one's time (Latency: p2p::RoundTrips).
   // The last payload of each direction is checked byte for byte; a wrong
   // byte throws BenchError on the receiving rank.
   double run(const P2pCommand& cmd);

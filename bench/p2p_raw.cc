@@ -73,9 +73,8 @@ double P2pPeer::State::glooLatency(const P2pCommand& c) {
   fillPattern(final_tx_->data(), bytes, payloadSeed(c.seed, rank));
   std::memset(final_rx_->data(), kPoison, bytes);
   if (rank == 0) {
-    Clock::time_point t0 = Clock::now();
+    p2p::RoundTrips clock(c.iters);
     for (uint64_t j = 0; j < total; ++j) {
-      if (j == 1) t0 = Clock::now();
       const bool last = j + 1 == total;
       UB* r = last ? ub_final_rx_.get() : ub_rx_[0].get();
       UB* s = last ? ub_final_tx_.get() : ub_tx_[0].get();
@@ -83,8 +82,9 @@ double P2pPeer::State::glooLatency(const P2pCommand& c) {
       s->send(peer, kDataSlot, 0, bytes);
       glooWaitSend(*s, "gloo ping");
       glooWaitRecv(*r, "gloo pong");
+      clock.done(j);
     }
-    double t = secondsSince(t0);
+    double t = clock.medianTotal();
     verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 1), "gloo latency (pong)");
     return t;
   }
@@ -170,17 +170,17 @@ double P2pPeer::State::ucxLatency(const P2pCommand& c, RawUcx& u) {
   std::memset(final_rx_->data(), kPoison, bytes);
   RawUcxOp s, r[2];
   if (rank == 0) {
-    Clock::time_point t0 = Clock::now();
+    p2p::RoundTrips clock(c.iters);
     for (uint64_t j = 0; j < total; ++j) {
-      if (j == 1) t0 = Clock::now();
       const bool last = j + 1 == total;
       u.recv(last ? final_rx_->data() : rxBuf(0), bytes, kUcxTag, r[0]);
       u.send(0, last ? final_tx_->data() : tx_->data(), bytes, kUcxTag, s);
       u.wait(s, kUcxTimeoutS);
       u.wait(r[0], kUcxTimeoutS);
       ucxCheck(r[0], bytes, "ucx pong");
+      clock.done(j);
     }
-    double t = secondsSince(t0);
+    double t = clock.medianTotal();
     verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 1), "ucx latency (pong)");
     return t;
   }

@@ -39,6 +39,23 @@ void fillPattern(char* p, std::size_t n, uint64_t seed);
 // Throws BenchError naming the first wrong byte.
 void verifyPattern(const char* p, std::size_t n, uint64_t seed, const char* what);
 
+// Rank 0's clock for a latency measurement: times every round trip but
+// the first (untimed), so that a preemption on a shared machine, which can
+// stall a polling loop for a whole scheduler slice, moves the median and
+// not the result.
+class RoundTrips {
+ public:
+  explicit RoundTrips(uint64_t timed);
+  // Round trip `j` (from 0) is complete.
+  void done(uint64_t j);
+  // The seconds the timed round trips take at the median one's duration.
+  double medianTotal();
+
+ private:
+  std::vector<double> laps_;
+  Clock::time_point last_;
+};
+
 // Page-aligned, first-touched memory.
 class Buffer {
  public:

@@ -326,7 +326,7 @@ int runP2pSuite(const BenchOptions& opt) {
     } else {
       std::printf("# ours = multiworld Gloo world, raw = gloo::rendezvous::Context, both tcp on 127.0.0.1; ");
     }
-    std::printf("gbps = 1e9 bit/s one way, %zu sends outstanding; lat = half a ping-pong round trip; "
+    std::printf("gbps = 1e9 bit/s one way, %zu sends outstanding; lat = half the median ping-pong round trip; "
                 "median of %zu rounds, each starting with the next implementation; %s\n",
                 kWindow, opt.rounds, opt.iters ? ("iterations " + std::to_string(opt.iters)).c_str()
                                                 : "iterations calibrated per size");
