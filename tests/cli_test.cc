@@ -64,7 +64,7 @@ TEST(Cli, HelpAndBadUsage) {
 // as ours) and raw Gloo side by side, with raw UCX over shared memory (no
 // error handling) for reference, every payload checked, the JSON rows
 // carrying all four; with UCX_TLS unset the run is named "default".
-TEST(Cli, BenchP2pOnUcxComparesThreeImplementations) {
+TEST(Cli, BenchP2pOnUcxComparesRawUcxGlooAndSharedMemory) {
   char dir[] = "/tmp/mw-cli-bench-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string json = std::string(dir) + "/p2p.json";
