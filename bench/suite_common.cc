@@ -264,20 +264,6 @@ std::shared_ptr<gloo::rendezvous::Context> rawGlooContext(int rank, int size, co
   return raw;
 }
 
-namespace {
-
-// The machine's load average (1, 5 and 15 minutes) when this process
-// started: benchmarks share the machine, and a polling baseline suffers
-// most when there are fewer idle cores than processes.
-const std::string kLoadAtStart = [] {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return in ? one + " " + five + " " + fifteen : std::string();
-}();
-
-}  // namespace
-
 bool writeJson(const std::string& path, const std::string& bench, const std::string& command,
                const std::string& machine, const std::vector<JsonRow>& rows, const JsonRow& top) {
   FILE* f = std::fopen(path.c_str(), "w");
@@ -288,7 +274,6 @@ bool writeJson(const std::string& path, const std::string& bench, const std::str
   std::fprintf(f, "{\"bench\": %s, \"command\": %s, \"machine\": %s, ", jsonString(bench).c_str(),
                jsonString(command).c_str(), jsonString(machine).c_str());
   for (const auto& [key, value] : top) std::fprintf(f, "%s: %s, ", jsonString(key).c_str(), value.c_str());
-  if (!kLoadAtStart.empty()) std::fprintf(f, "\"loadavg_at_start\": %s, ", jsonString(kLoadAtStart).c_str());
   std::fprintf(f, "\"rows\": [");
   for (size_t i = 0; i < rows.size(); ++i) {
     std::fprintf(f, "%s\n  {", i ? "," : "");
@@ -317,11 +302,26 @@ std::string ucxTls() {
   return tls && *tls ? tls : "default";
 }
 
+namespace {
+
+// The machine's load average (1, 5 and 15 minutes) when this process
+// started: benchmarks share the machine, and a polling baseline suffers
+// most when there are fewer idle cores than processes.
+const std::string kLoadAtStart = [] {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return in ? one + " " + five + " " + fifteen : std::string();
+}();
+
+}  // namespace
+
 JsonRow backendFields(const BenchOptions& opt, const char* raw) {
   JsonRow top = {{"backend", jsonString(backendName(opt))}};
   if (raw) top.push_back({"raw", jsonString(raw)});
   if (opt.spin_us >= 0) top.push_back({"spin_us", jnum(opt.spin_us)});
   if (opt.ucx) top.push_back({"ucx_tls", jsonString(ucxTls())});
+  if (!kLoadAtStart.empty()) top.push_back({"loadavg_at_start", jsonString(kLoadAtStart)});
   return top;
 }
 

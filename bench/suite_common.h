@@ -114,8 +114,9 @@ bool writeJson(const std::string& path, const std::string& bench, const std::str
                const std::string& machine, const std::vector<JsonRow>& rows, const JsonRow& top = {});
 std::string jnum(double v);
 // The JSON fields every host suite's results carry at the top: backend,
-// with UCX ucx_tls (ucxTls()), and `raw` (what the raw_* columns measured:
-// "ucx" or "gloo") when given.
+// with UCX ucx_tls (ucxTls()), `raw` (what the raw_* columns measured:
+// "ucx" or "gloo") when given, and loadavg_at_start (/proc/loadavg when
+// the process started).
 JsonRow backendFields(const BenchOptions& opt, const char* raw = nullptr);
 
 }  // namespace common
