@@ -1017,7 +1017,8 @@ int runFaultsSuite(const BenchOptions& opt) {
     std::printf("# %s on %s: %s\n", common::resultsName("faults", opt).c_str(), machine.c_str(), opt.command.c_str());
     std::printf("# multiworld %s, %s, library defaults (heartbeat_interval_ms 100, heartbeat_timeout_ms 1000), "
                 "bind_address 127.0.0.1; Redis %s\n",
-                mw_version_string(), opt.ucx ? ("UCX (UCX_TLS " + common::ucxTls() + ", error mode peer)").c_str() : "Gloo",
+                mw_version_string(),
+                opt.ucx ? ("UCX (UCX_TLS " + common::ucxTls() + ", error mode peer)").c_str() : "Gloo",
                 opt.redis_url.empty() ? "private redis-server on a unix socket" : "from --redis");
     std::printf("#\n# 1. detection latency: ms from the fault to the survivor's first sign of the break (a request "
                 "completing with MW_ERR_WORLD_BROKEN or an MW_EVENT_WORLD_BROKEN event, whichever came first), "
