@@ -170,7 +170,8 @@ int runAllreduceSuite(const BenchOptions& opt) {
     std::printf("# ours = mw_allreduce_async+mw_wait on a multiworld %s world%s, raw = gloo::allreduce on a "
                 "gloo::rendezvous::Context, tcp on 127.0.0.1; float32 sum, one op at a time; "
                 "gbps = 1e9 bit/s of buffer per op; lat = time per op; median of %zu alternating rounds; %s\n",
-                backendName(opt), opt.ucx ? (" (transport " + ucxTransport() + ")").c_str() : " (tcp on 127.0.0.1)",
+                backendName(opt),
+                opt.ucx ? (" (UCX_TLS " + ucxTls() + ", error mode peer)").c_str() : " (tcp on 127.0.0.1)",
                 opt.rounds, opt.iters ? ("iterations " + std::to_string(opt.iters)).c_str()
                                       : "iterations = clamp(16 MiB / bytes, 2, 300)");
     std::printf("%5s %10s %10s %10s %7s %12s %11s\n", "procs", "bytes", "ours_gbps", "raw_gbps", "ratio",

@@ -34,12 +34,15 @@ namespace {
 
 const char kUsage[] =
     "Every suite but nccl takes --backend ucx|gloo: the host backend of multiworld's worlds (default ucx).\n"
-    "The usual UCX_* variables apply to ours and to the raw UCX baseline alike (UCX_TLS=tcp: no shared memory).\n"
+    "The usual UCX_* variables apply to ours and to the raw UCX baseline alike. Both use peer error handling,\n"
+    "for which UCX 1.13 selects no shared memory: on one host they run over tcp on loopback whatever UCX_TLS.\n"
     "p2p, poll, fanin and allreduce take --spin-us N: ours' spin_us (how long mw_wait/mw_poll drive progress\n"
     "before sleeping; default: the library's).\n"
     "usage: mw_bench p2p [--backend B] [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]\n"
     "                    [--redis URL]\n"
-    "  ucx: ours against a raw ucp tag loop on the same transports, and raw Gloo; gloo: ours against raw Gloo\n"
+    "  ucx: ours against a raw ucp tag loop on the same transports, and raw Gloo; unless UCX_TLS excludes\n"
+    "  shared memory, also raw UCX without error handling over shared memory (shm_*: what peer mode gives up);\n"
+    "  named by UCX_TLS: p2p (ucx, default), p2p (ucx, tcp). gloo: ours against raw Gloo\n"
     "  --json FILE     also write the results as JSON\n"
     "  --iters N       iterations per round and size (default: calibrated to ~0.1 s per round)\n"
     "  --rounds R      rounds per size, each starting with the next implementation, median reported (default 5)\n"

@@ -83,9 +83,10 @@ int runFaninSuite(const BenchOptions& opt) {
                 "ours = K 2-rank multiworld %s worlds (spin_us %s), leader completes through mw_poll; ",
                 m, fanin::kMsgBytes, fanin::kWindow, backendName(opt), spinText(opt).c_str());
     if (opt.ucx) {
-      std::printf("raw = one raw ucp worker per process (transport %s, error mode %s), leader polls its K*%zu "
-                  "tagged receives without pause, senders spin 20 us then sleep on the worker's fd, as ours; gloo = ",
-                  ucxTransport().c_str(), RawUcx::errorModeName(), fanin::kWindow);
+      std::printf("raw = one raw ucp worker per process (UCX_TLS %s, error mode peer as ours), leader polls its "
+                  "K*%zu tagged receives without pause, senders spin 20 us then sleep on the worker's fd, as ours; "
+                  "gloo = ",
+                  ucxTls().c_str(), fanin::kWindow);
     } else {
       std::printf("raw = ");
     }
@@ -139,7 +140,9 @@ int runFaninSuite(const BenchOptions& opt) {
       if (opt.ucx) j.push_back({"gloo_gbps", jnum(r.gloo_gbps)});
       jr.push_back(std::move(j));
     }
-    if (!writeJson(opt.json_path, name, opt.command, machine, jr, backendFields(opt, backendName(opt)))) return 1;
+    JsonRow top = backendFields(opt, backendName(opt));
+    if (opt.ucx) top.push_back({"raw_error_mode", jsonString("peer")});
+    if (!writeJson(opt.json_path, name, opt.command, machine, jr, top)) return 1;
   }
   return 0;
 }

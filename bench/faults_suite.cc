@@ -368,14 +368,15 @@ class Netns {
     made_link_ = made_ns_ = false;
   }
 
-  // In a forked child, before it makes any socket.
+  // In a forked child, before it makes any socket. As `ip netns exec`
+  // does, it also mounts this namespace's /sys in a mount namespace of its
+  // own: UCX finds its network devices there, and with the host's /sys it
+  // would offer the peer no tcp lane at all.
   bool enter() const {
     int fd = open(("/var/run/netns/" + ns_).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     bool ok = setns(fd, CLONE_NEWNET) == 0;
     close(fd);
-    // As `ip netns exec` does: a /sys of this namespace, where UCX looks
-    // for the network devices it publishes.
     return ok && unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
            umount2("/sys", MNT_DETACH) == 0 && mount("sysfs", "/sys", "sysfs", 0, nullptr) == 0;
   }
@@ -1016,7 +1017,8 @@ int runFaultsSuite(const BenchOptions& opt) {
     std::printf("# %s on %s: %s\n", common::resultsName("faults", opt).c_str(), machine.c_str(), opt.command.c_str());
     std::printf("# multiworld %s, %s, library defaults (heartbeat_interval_ms 100, heartbeat_timeout_ms 1000), "
                 "bind_address 127.0.0.1; Redis %s\n",
-                mw_version_string(), opt.ucx ? ("UCX (transport " + common::ucxTransport() + ")").c_str() : "Gloo",
+                mw_version_string(),
+                opt.ucx ? ("UCX (UCX_TLS " + common::ucxTls() + ", error mode peer)").c_str() : "Gloo",
                 opt.redis_url.empty() ? "private redis-server on a unix socket" : "from --redis");
     std::printf("#\n# 1. detection latency: ms from the fault to the survivor's first sign of the break (a request "
                 "completing with MW_ERR_WORLD_BROKEN or an MW_EVENT_WORLD_BROKEN event, whichever came first), "

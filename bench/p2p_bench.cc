@@ -58,6 +58,21 @@ void verifyPattern(const char* p, size_t n, uint64_t seed, const char* what) {
   }
 }
 
+RoundTrips::RoundTrips(uint64_t timed) { laps_.reserve(timed); }
+
+void RoundTrips::done(uint64_t j) {
+  const Clock::time_point t = Clock::now();
+  if (j > 0) laps_.push_back(std::chrono::duration<double>(t - last_).count());
+  last_ = t;
+}
+
+double RoundTrips::medianTotal() {
+  if (laps_.empty()) return 0;
+  auto mid = laps_.begin() + static_cast<std::ptrdiff_t>(laps_.size() / 2);
+  std::nth_element(laps_.begin(), mid, laps_.end());
+  return *mid * static_cast<double>(laps_.size());
+}
+
 Buffer::Buffer(size_t n) {
   size_t rounded = std::max<size_t>(4096, (n + 4095) / 4096 * 4096);
   p_ = static_cast<char*>(std::aligned_alloc(4096, rounded));
@@ -133,13 +148,20 @@ P2pPeer::State::State(const PeerSetup& setup)
   ub_cmd_ = raw_->createUnboundBuffer(&cmd_, sizeof cmd_);
   ub_sync_ = raw_->createUnboundBuffer(&sync_word_, sizeof sync_word_);
 
-  // UCX: worker addresses through the same file store.
+  // UCX and UCX_SHM: worker addresses through the same file store.
+  auto connectRaw = [&](RawUcx& u, const std::string& key) {
+    const std::string& mine = u.address();
+    store.set(key + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
+    const std::vector<char> theirs = store.get(key + std::to_string(peer));
+    u.connect(std::string(theirs.begin(), theirs.end()));
+  };
   if (setup.backend == MW_BACKEND_UCX) {
-    ucx_ = std::make_unique<RawUcx>();
-    const std::string& mine = ucx_->address();
-    store.set("ucx-" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
-    const std::vector<char> theirs = store.get("ucx-" + std::to_string(peer));
-    ucx_->connect(std::string(theirs.begin(), theirs.end()));
+    ucx_ = std::make_unique<RawUcx>(UCP_ERR_HANDLING_MODE_PEER);
+    connectRaw(*ucx_, "ucx-");
+    if (RawUcx::sharedMemoryAllowed()) {
+      ucx_shm_ = std::make_unique<RawUcx>(UCP_ERR_HANDLING_MODE_NONE);
+      connectRaw(*ucx_shm_, "ucx-shm-");
+    }
   }
 }
 
@@ -153,6 +175,7 @@ P2pPeer::State::~State() {
   raw_.reset();
   device_.reset();
   ucx_.reset();
+  ucx_shm_.reset();
   if (world_) mw_world_destroy(world_);  // the peer may already be gone: ignore
   mw_context_free(ctx_);
 }
@@ -222,6 +245,7 @@ void P2pPeer::State::closeRaw() {
   // Both ranks are here, between the quit command and the last syncs: a
   // flushing close finds its peer up.
   if (ucx_) ucx_->closeAll(5.0);
+  if (ucx_shm_) ucx_shm_->closeAll(5.0);
 }
 
 // ---- OURS helpers ------------------------------------------------------------
@@ -326,16 +350,16 @@ double P2pPeer::State::oursLatency(const P2pCommand& c) {
   fillPattern(final_tx_->data(), bytes, payloadSeed(c.seed, rank));
   std::memset(final_rx_->data(), kPoison, bytes);
   if (rank == 0) {
-    Clock::time_point t0 = Clock::now();
+    p2p::RoundTrips clock(c.iters);
     for (uint64_t j = 0; j < total; ++j) {
-      if (j == 1) t0 = Clock::now();
       const bool last = j + 1 == total;
       mw_request_t* r = oursRecv(last ? final_rx_->data() : rxBuf(0), bytes);
       mw_request_t* s = oursSend(last ? final_tx_->data() : tx_->data(), bytes);
       oursWait(s, "ours ping");
       oursWait(r, "ours pong");
+      clock.done(j);
     }
-    double t = secondsSince(t0);
+    double t = clock.medianTotal();
     verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 1), "ours latency (pong)");
     return t;
   }
@@ -361,8 +385,9 @@ double P2pPeer::State::execute(const P2pCommand& c) {
   if (impl == Impl::Ours && lat) return oursLatency(c);
   if (impl == Impl::Gloo && bw) return glooBandwidth(c);
   if (impl == Impl::Gloo && lat) return glooLatency(c);
-  if (impl == Impl::Ucx && ucx_ && bw) return ucxBandwidth(c);
-  if (impl == Impl::Ucx && ucx_ && lat) return ucxLatency(c);
+  RawUcx* u = impl == Impl::Ucx ? ucx_.get() : impl == Impl::UcxShm ? ucx_shm_.get() : nullptr;
+  if (u && bw) return ucxBandwidth(c, *u);
+  if (u && lat) return ucxLatency(c, *u);
   throw BenchError("unknown command " + std::to_string(c.measure) + "/" + std::to_string(c.impl));
 }
 
@@ -389,6 +414,12 @@ void P2pPeer::quit() {
   s_->recvSync();
   s_->sendSync();
 }
+
+std::string P2pPeer::ucxLanes() const { return s_->ucx() ? s_->ucx()->lanes(0) : ""; }
+
+std::string P2pPeer::ucxShmLanes() const { return s_->ucxShm() ? s_->ucxShm()->lanes(0) : ""; }
+
+bool P2pPeer::hasUcxShm() const { return s_->ucxShm() != nullptr; }
 
 void P2pPeer::serve() {
   if (s_->rank != 1) throw BenchError("only rank 1 serves");

@@ -1,7 +1,10 @@
 // One rank of the point-to-point benchmark: the traffic itself, over our
 // library (OURS: a 2-rank multiworld world, UCX or Gloo, through the C
 // API), over a raw Gloo context on TCP (GLOO) and, with the UCX backend,
-// over a raw ucp worker (UCX, bench/raw_ucx.h) on the transports UCX picks.
+// over a raw ucp worker (UCX, bench/raw_ucx.h) with peer error handling,
+// as ours, and over one without error handling (UCX_SHM: shared memory,
+// the reference for what peer mode gives up; absent when UCX_TLS excludes
+// shared memory).
 // Rank 0 drives: each measurement it runs is first sent to rank 1 as a
 // command over the raw Gloo context, so both ranks always run the same
 // measurement with the same iteration count. Process management and
@@ -24,7 +27,7 @@ class BenchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Impl : uint32_t { Ours = 1, Gloo = 2, Ucx = 3 };
+enum class Impl : uint32_t { Ours = 1, Gloo = 2, Ucx = 3, UcxShm = 4 };
 enum class Measure : uint32_t { Bandwidth = 1, Latency = 2, Quit = 3 };
 
 // Outstanding transfers per direction in the bandwidth measurement.
@@ -60,12 +63,18 @@ class P2pPeer {
   // Rank 0 only: has rank 1 run `cmd` alongside and runs rank 0's side.
   // Returns the seconds of the timed part: `iters` messages streamed with
   // kWindow outstanding, up to rank 1's acknowledgement (Bandwidth), or
-  // `iters` ping-pong round trips after one untimed one (Latency).
+  // `iters` ping-pong round trips after one untimed one, each taking the
+  // median one's time (Latency: p2p::RoundTrips).
   // The last payload of each direction is checked byte for byte; a wrong
   // byte throws BenchError on the receiving rank.
   double run(const P2pCommand& cmd);
   // Rank 0 only: ends rank 1's serve() and waits for its acknowledgement.
   void quit();
+  // The lanes UCX chose for UCX's endpoint and UCX_SHM's (RawUcx::lanes()),
+  // empty where that implementation is absent.
+  std::string ucxLanes() const;
+  std::string ucxShmLanes() const;
+  bool hasUcxShm() const;
   // Rank 1 only: runs rank 0's commands until quit().
   void serve();
 

@@ -1,6 +1,7 @@
 // The raw baselines of the point-to-point benchmark, in the pattern of
-// OURS (p2p_bench.cc): GLOO through unbound buffers, UCX through a plain
-// ucp tag loop (bench/raw_ucx.h) polled on the calling thread.
+// OURS (p2p_bench.cc): GLOO through unbound buffers, UCX and UCX_SHM
+// through a plain ucp tag loop (bench/raw_ucx.h) polled on the calling
+// thread.
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -72,9 +73,8 @@ double P2pPeer::State::glooLatency(const P2pCommand& c) {
   fillPattern(final_tx_->data(), bytes, payloadSeed(c.seed, rank));
   std::memset(final_rx_->data(), kPoison, bytes);
   if (rank == 0) {
-    Clock::time_point t0 = Clock::now();
+    p2p::RoundTrips clock(c.iters);
     for (uint64_t j = 0; j < total; ++j) {
-      if (j == 1) t0 = Clock::now();
       const bool last = j + 1 == total;
       UB* r = last ? ub_final_rx_.get() : ub_rx_[0].get();
       UB* s = last ? ub_final_tx_.get() : ub_tx_[0].get();
@@ -82,8 +82,9 @@ double P2pPeer::State::glooLatency(const P2pCommand& c) {
       s->send(peer, kDataSlot, 0, bytes);
       glooWaitSend(*s, "gloo ping");
       glooWaitRecv(*r, "gloo pong");
+      clock.done(j);
     }
-    double t = secondsSince(t0);
+    double t = clock.medianTotal();
     verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 1), "gloo latency (pong)");
     return t;
   }
@@ -111,10 +112,9 @@ void P2pPeer::State::ucxCheck(const RawUcxOp& op, size_t bytes, const char* what
   }
 }
 
-double P2pPeer::State::ucxBandwidth(const P2pCommand& c) {
+double P2pPeer::State::ucxBandwidth(const P2pCommand& c, RawUcx& u) {
   const size_t bytes = c.bytes;
   const uint64_t n = c.iters;
-  RawUcx& u = *ucx_;
   std::vector<RawUcxOp> ops(kWindow);
   for (RawUcxOp& op : ops) op.queue = true;
   std::vector<RawUcxOp*> done;
@@ -163,25 +163,24 @@ double P2pPeer::State::ucxBandwidth(const P2pCommand& c) {
   return 0;
 }
 
-double P2pPeer::State::ucxLatency(const P2pCommand& c) {
+double P2pPeer::State::ucxLatency(const P2pCommand& c, RawUcx& u) {
   const size_t bytes = c.bytes;
   const uint64_t total = c.iters + 1;  // the first round trip is untimed
-  RawUcx& u = *ucx_;
   fillPattern(final_tx_->data(), bytes, payloadSeed(c.seed, rank));
   std::memset(final_rx_->data(), kPoison, bytes);
   RawUcxOp s, r[2];
   if (rank == 0) {
-    Clock::time_point t0 = Clock::now();
+    p2p::RoundTrips clock(c.iters);
     for (uint64_t j = 0; j < total; ++j) {
-      if (j == 1) t0 = Clock::now();
       const bool last = j + 1 == total;
       u.recv(last ? final_rx_->data() : rxBuf(0), bytes, kUcxTag, r[0]);
       u.send(0, last ? final_tx_->data() : tx_->data(), bytes, kUcxTag, s);
       u.wait(s, kUcxTimeoutS);
       u.wait(r[0], kUcxTimeoutS);
       ucxCheck(r[0], bytes, "ucx pong");
+      clock.done(j);
     }
-    double t = secondsSince(t0);
+    double t = clock.medianTotal();
     verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 1), "ucx latency (pong)");
     return t;
   }

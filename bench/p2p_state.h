@@ -39,6 +39,23 @@ void fillPattern(char* p, std::size_t n, uint64_t seed);
 // Throws BenchError naming the first wrong byte.
 void verifyPattern(const char* p, std::size_t n, uint64_t seed, const char* what);
 
+// Rank 0's clock for a latency measurement: times every round trip but
+// the first (untimed), so that a preemption on a shared machine, which can
+// stall a polling loop for a whole scheduler slice, moves the median and
+// not the result.
+class RoundTrips {
+ public:
+  explicit RoundTrips(uint64_t timed);
+  // Round trip `j` (from 0) is complete.
+  void done(uint64_t j);
+  // The seconds the timed round trips take at the median one's duration.
+  double medianTotal();
+
+ private:
+  std::vector<double> laps_;
+  Clock::time_point last_;
+};
+
 // Page-aligned, first-touched memory.
 class Buffer {
  public:
@@ -66,6 +83,10 @@ class P2pPeer::State {
   void recvSync();
   // Closes the UCX endpoints, with the peer doing the same.
   void closeRaw();
+  // The raw UCX workers: UCX (error mode PEER) and UCX_SHM (mode NONE);
+  // null where absent.
+  const RawUcx* ucx() const { return ucx_.get(); }
+  const RawUcx* ucxShm() const { return ucx_shm_.get(); }
 
   const int rank;
   const int peer;
@@ -82,8 +103,8 @@ class P2pPeer::State {
   double oursLatency(const P2pCommand& c);
   double glooBandwidth(const P2pCommand& c);
   double glooLatency(const P2pCommand& c);
-  double ucxBandwidth(const P2pCommand& c);
-  double ucxLatency(const P2pCommand& c);
+  double ucxBandwidth(const P2pCommand& c, RawUcx& u);
+  double ucxLatency(const P2pCommand& c, RawUcx& u);
 
   mw_request_t* oursSend(const void* buf, std::size_t n);
   mw_request_t* oursRecv(void* buf, std::size_t n);
@@ -109,8 +130,9 @@ class P2pPeer::State {
   uint64_t sync_word_ = 0;
   std::unique_ptr<UB> ub_cmd_, ub_sync_;
 
-  // UCX (UCX backend only)
-  std::unique_ptr<RawUcx> ucx_;
+  // UCX and UCX_SHM (UCX backend only; UCX_SHM only where UCX_TLS allows
+  // shared memory)
+  std::unique_ptr<RawUcx> ucx_, ucx_shm_;
 
   // Payload buffers of the current size, shared by every implementation.
   // The last payload of every measurement goes from final_tx_ to

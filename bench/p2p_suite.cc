@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "bench/p2p_bench.h"
-#include "bench/raw_ucx.h"
 
 namespace mwbench {
 namespace {
@@ -51,11 +50,21 @@ constexpr uint64_t kMinLatencyIters = 3;
 constexpr uint64_t kMaxIters = 2000000;
 
 // One size's results, from rank 0 to the parent through a pipe. RAW is raw
-// UCX with the UCX backend, raw Gloo with the Gloo backend (GLOO unused).
+// UCX (error mode PEER) with the UCX backend, raw Gloo with the Gloo backend
+// (GLOO and SHM unused); SHM is raw UCX without error handling, where
+// has_shm says so.
 struct Row {
   uint64_t bytes = 0;
-  double ours_gbps = 0, raw_gbps = 0, gloo_gbps = 0;
-  double ours_lat_us = 0, raw_lat_us = 0, gloo_lat_us = 0;
+  bool has_shm = false;
+  double ours_gbps = 0, raw_gbps = 0, gloo_gbps = 0, shm_gbps = 0;
+  double ours_lat_us = 0, raw_lat_us = 0, gloo_lat_us = 0, shm_lat_us = 0;
+};
+
+// What rank 0 sends the parent before the rows: the lanes of UCX's and
+// UCX_SHM's endpoints (P2pPeer::ucxLanes()), NUL-terminated, maybe cut.
+struct Lanes {
+  char ucx[120] = {};
+  char shm[120] = {};
 };
 
 bool writeAll(int fd, const void* p, size_t n) {
@@ -76,18 +85,22 @@ bool writeAll(int fd, const void* p, size_t n) {
 class Driver {
  public:
   Driver(P2pPeer& peer, const BenchOptions& opt, bool ucx)
-      : peer_(peer), opt_(opt), ucx_(ucx), raw_(ucx ? Impl::Ucx : Impl::Gloo) {}
+      : peer_(peer), opt_(opt), ucx_(ucx), shm_(ucx && peer.hasUcxShm()), raw_(ucx ? Impl::Ucx : Impl::Gloo) {}
 
   Row measure(uint64_t bytes) {
     // OURS and RAW run the same iteration count, calibrated on both; GLOO,
-    // next to UCX often 10x slower, gets a count of its own.
+    // next to UCX often 10x slower, and SHM, often 10x faster, get counts
+    // of their own.
     const std::vector<Impl> pair = {Impl::Ours, raw_};
-    const std::vector<Impl> all = ucx_ ? std::vector<Impl>{Impl::Ours, Impl::Ucx, Impl::Gloo} : pair;
+    std::vector<std::vector<Impl>> groups = {pair};
+    if (ucx_) groups.push_back({Impl::Gloo});
+    if (shm_) groups.push_back({Impl::UcxShm});
+    std::vector<Impl> all;
+    for (const auto& group : groups) all.insert(all.end(), group.begin(), group.end());
     std::map<Impl, uint64_t> bw_iters, lat_iters;
     for (Impl impl : all) bw_iters[impl] = lat_iters[impl] = opt_.iters;
     if (opt_.iters == 0) {
-      for (const auto& group : ucx_ ? std::vector<std::vector<Impl>>{pair, {Impl::Gloo}}
-                                    : std::vector<std::vector<Impl>>{pair}) {
+      for (const auto& group : groups) {
         const uint64_t bw = calibrate(Measure::Bandwidth, bytes, kBandwidthRoundSeconds, kWindow, group);
         const uint64_t lat = calibrate(Measure::Latency, bytes, kLatencyRoundSeconds, kMinLatencyIters, group);
         for (Impl impl : group) {
@@ -120,6 +133,11 @@ class Driver {
     if (ucx_) {
       row.gloo_gbps = median(gbps[Impl::Gloo]);
       row.gloo_lat_us = median(lat_us[Impl::Gloo]);
+    }
+    if (shm_) {
+      row.has_shm = true;
+      row.shm_gbps = median(gbps[Impl::UcxShm]);
+      row.shm_lat_us = median(lat_us[Impl::UcxShm]);
     }
     return row;
   }
@@ -160,7 +178,7 @@ class Driver {
 
   P2pPeer& peer_;
   const BenchOptions& opt_;
-  const bool ucx_;
+  const bool ucx_, shm_;
   const Impl raw_;
   uint64_t seed_ = 0;
 };
@@ -174,6 +192,10 @@ int rankMain(int rank, const BenchOptions& opt, const PeerSetup& base, int resul
     if (rank == 1) {
       peer->serve();
     } else {
+      Lanes lanes;
+      std::snprintf(lanes.ucx, sizeof lanes.ucx, "%s", peer->ucxLanes().c_str());
+      std::snprintf(lanes.shm, sizeof lanes.shm, "%s", peer->ucxShmLanes().c_str());
+      if (!writeAll(result_fd, &lanes, sizeof lanes)) throw BenchError("lost the pipe to the parent");
       Driver driver(*peer, opt, base.backend == MW_BACKEND_UCX);
       for (size_t bytes : sizesOf(opt)) {
         Row row = driver.measure(bytes);
@@ -200,8 +222,8 @@ double ratioOf(double ours, double raw) { return raw > 0 ? ours / raw : 0; }
 
 void printHeader(bool ucx) {
   if (ucx) {
-    std::printf("%10s %10s %10s %7s %10s %12s %11s %13s %12s\n", "bytes", "ours_gbps", "raw_gbps", "ratio",
-                "gloo_gbps", "ours_lat_us", "raw_lat_us", "added_lat_us", "gloo_lat_us");
+    std::printf("%10s %10s %10s %7s %10s %10s %12s %11s %13s %12s %11s\n", "bytes", "ours_gbps", "raw_gbps", "ratio",
+                "gloo_gbps", "shm_gbps", "ours_lat_us", "raw_lat_us", "added_lat_us", "gloo_lat_us", "shm_lat_us");
   } else {
     std::printf("%10s %10s %10s %7s %12s %11s %13s\n", "bytes", "ours_gbps", "raw_gbps", "ratio", "ours_lat_us",
                 "raw_lat_us", "added_lat_us");
@@ -213,8 +235,13 @@ void printRow(const Row& r, bool ucx) {
   const auto bytes = static_cast<unsigned long long>(r.bytes);
   const double ratio = ratioOf(r.ours_gbps, r.raw_gbps), added = r.ours_lat_us - r.raw_lat_us;
   if (ucx) {
-    std::printf("%10llu %10.3f %10.3f %7.3f %10.3f %12.2f %11.2f %13.2f %12.2f\n", bytes, r.ours_gbps, r.raw_gbps,
-                ratio, r.gloo_gbps, r.ours_lat_us, r.raw_lat_us, added, r.gloo_lat_us);
+    char shm_gbps[32] = "-", shm_lat[32] = "-";
+    if (r.has_shm) {
+      std::snprintf(shm_gbps, sizeof shm_gbps, "%.3f", r.shm_gbps);
+      std::snprintf(shm_lat, sizeof shm_lat, "%.2f", r.shm_lat_us);
+    }
+    std::printf("%10llu %10.3f %10.3f %7.3f %10.3f %10s %12.2f %11.2f %13.2f %12.2f %11s\n", bytes, r.ours_gbps,
+                r.raw_gbps, ratio, r.gloo_gbps, shm_gbps, r.ours_lat_us, r.raw_lat_us, added, r.gloo_lat_us, shm_lat);
   } else {
     std::printf("%10llu %10.3f %10.3f %7.3f %12.2f %11.2f %13.2f\n", bytes, r.ours_gbps, r.raw_gbps, ratio,
                 r.ours_lat_us, r.raw_lat_us, added);
@@ -230,11 +257,15 @@ std::vector<common::JsonRow> jsonRows(const std::vector<Row>& rows, bool ucx) {
                          {"ours_gbps", jnum(r.ours_gbps)},
                          {"raw_gbps", jnum(r.raw_gbps)},
                          {"ratio", jnum(ratioOf(r.ours_gbps, r.raw_gbps))}};
-    if (ucx) j.push_back({"gloo_gbps", jnum(r.gloo_gbps)});
+    if (ucx) {
+      j.push_back({"gloo_gbps", jnum(r.gloo_gbps)});
+      j.push_back({"shm_gbps", r.has_shm ? jnum(r.shm_gbps) : "null"});
+    }
     j.push_back({"ours_lat_us", jnum(r.ours_lat_us)});
     j.push_back({"raw_lat_us", jnum(r.raw_lat_us)});
     if (ucx) {
       j.push_back({"gloo_lat_us", jnum(r.gloo_lat_us)});
+      j.push_back({"shm_lat_us", r.has_shm ? jnum(r.shm_lat_us) : "null"});
       // How many times ours beats raw Gloo: bandwidth, and latency (lower).
       j.push_back({"vs_gloo_bw", jnum(ratioOf(r.ours_gbps, r.gloo_gbps))});
       j.push_back({"vs_gloo_lat", jnum(ratioOf(r.gloo_lat_us, r.ours_lat_us))});
@@ -258,8 +289,11 @@ int runP2pSuite(const BenchOptions& opt) {
     return 2;
   }
   const std::string machine = machineName();
-  const std::string name = opt.ucx ? "p2p (ucx, " + common::ucxTransport() + ")" : common::resultsName("p2p", opt);
+  // UCX runs are named by UCX_TLS ("p2p (ucx, default)", "p2p (ucx, tcp)"),
+  // so that both fit in one report.
+  const std::string name = opt.ucx ? "p2p (ucx, " + common::ucxTls() + ")" : common::resultsName("p2p", opt);
   std::vector<Row> rows;
+  Lanes lanes;
   bool ok = true;
   try {
     TempDir dir;
@@ -284,17 +318,19 @@ int runP2pSuite(const BenchOptions& opt) {
     std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());
     if (opt.ucx) {
       std::printf("# ours = multiworld UCX world (mw_wait/mw_poll, spin_us %s), raw = a plain ucp tag loop "
-                  "polling ucp_worker_progress (own ucp_context, features TAG|WAKEUP, endpoints in error mode %s), "
-                  "transport %s; gloo = gloo::rendezvous::Context, tcp on 127.0.0.1; ratio = ours/raw; ",
-                  common::spinText(opt).c_str(), RawUcx::errorModeName(), common::ucxTransport().c_str());
+                  "polling ucp_worker_progress (own ucp_context, features TAG|WAKEUP, endpoints in error mode peer "
+                  "as ours), UCX_TLS %s; gloo = gloo::rendezvous::Context, tcp on 127.0.0.1; shm = raw with "
+                  "endpoints in error mode none (shared memory: what peer mode gives up; - where UCX_TLS excludes "
+                  "it); ratio = ours/raw; ",
+                  common::spinText(opt).c_str(), common::ucxTls().c_str());
     } else {
       std::printf("# ours = multiworld Gloo world, raw = gloo::rendezvous::Context, both tcp on 127.0.0.1; ");
     }
-    std::printf("gbps = 1e9 bit/s one way, %zu sends outstanding; lat = half a ping-pong round trip; "
+    std::printf("gbps = 1e9 bit/s one way, %zu sends outstanding; lat = half the median ping-pong round trip; "
                 "median of %zu rounds, each starting with the next implementation; %s\n",
                 kWindow, opt.rounds, opt.iters ? ("iterations " + std::to_string(opt.iters)).c_str()
                                                 : "iterations calibrated per size");
-    printHeader(opt.ucx);
+    std::fflush(stdout);
     std::fflush(stderr);
 
     int fds[2];
@@ -321,7 +357,7 @@ int runP2pSuite(const BenchOptions& opt) {
     // Print rows as rank 0 finishes them; if a rank fails, the other one
     // may wait for it forever, so it is killed.
     std::string pending;
-    bool eof = false;
+    bool have_lanes = false, eof = false;
     int status[2] = {0, 0};
     bool reaped[2] = {false, false};
     bool killed = false;
@@ -338,7 +374,17 @@ int runP2pSuite(const BenchOptions& opt) {
           } else if (n == 0 || errno != EINTR) {
             eof = true;
           }
-          while (pending.size() >= sizeof(Row)) {
+          if (!have_lanes && pending.size() >= sizeof lanes) {
+            std::memcpy(&lanes, pending.data(), sizeof lanes);
+            pending.erase(0, sizeof lanes);
+            have_lanes = true;
+            if (opt.ucx) {
+              std::printf("# UCX lanes: raw %s (error mode peer, as ours); shm %s\n", lanes.ucx,
+                          lanes.shm[0] ? lanes.shm : "-");
+            }
+            printHeader(opt.ucx);
+          }
+          while (have_lanes && pending.size() >= sizeof(Row)) {
             Row row;
             std::memcpy(&row, pending.data(), sizeof row);
             pending.erase(0, sizeof row);
@@ -387,7 +433,11 @@ int runP2pSuite(const BenchOptions& opt) {
   }
   if (!opt.json_path.empty()) {
     common::JsonRow top = common::backendFields(opt, common::backendName(opt));
-    if (opt.ucx) top.push_back({"raw_error_mode", jsonString(RawUcx::errorModeName())});
+    if (opt.ucx) {
+      top.push_back({"raw_error_mode", jsonString("peer")});
+      top.push_back({"transport", jsonString(lanes.ucx)});
+      top.push_back({"shm_transport", lanes.shm[0] ? jsonString(lanes.shm) : "null"});
+    }
     if (!common::writeJson(opt.json_path, name, opt.command, machine, jsonRows(rows, opt.ucx), top)) return 1;
   }
   return 0;

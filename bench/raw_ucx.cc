@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -18,10 +19,8 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 
 }  // namespace
 
-// The rule of multiworld's UCX backend (core/backends/ucx/ucx_links.cc),
-// restated here because the bench sees the library only through its C API:
-// the mm transports are in unless UCX_TLS names neither them nor "all"
-// (or excludes them with '^').
+// The mm transports are in unless UCX_TLS names neither them nor "all" (or
+// excludes them with '^').
 bool RawUcx::sharedMemoryAllowed() {
   const char* env = std::getenv("UCX_TLS");
   if (!env || !*env) return true;
@@ -40,16 +39,44 @@ bool RawUcx::sharedMemoryAllowed() {
   return all || sm || posix || sysv;
 }
 
-ucp_err_handling_mode_t RawUcx::errorMode() {
-  return sharedMemoryAllowed() ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
+std::string RawUcx::lanes(int ep) const {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  if (!f) return "";
+  ucp_ep_print_info(eps_.at(static_cast<size_t>(ep)), f);
+  std::fclose(f);
+  std::istringstream in(text ? text : "");
+  std::free(text);
+  // Lines like "#  lane[0]:  2:tcp/lo.0 md[1]  -> md[1]/tcp/sysdev[255] am ..."
+  std::vector<std::string> seen;
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    const size_t lane = line.find("lane[");
+    if (lane == std::string::npos) continue;
+    const size_t index_end = line.find(':', lane);
+    const size_t start = index_end == std::string::npos ? index_end : line.find(':', index_end + 1);
+    if (start == std::string::npos) continue;
+    std::string tl = line.substr(start + 1, line.find(' ', start) - start - 1);
+    tl = tl.substr(0, tl.rfind('.'));  // "tcp/lo.0" -> "tcp/lo"
+    if (std::find(seen.begin(), seen.end(), tl) != seen.end()) continue;
+    seen.push_back(tl);
+    out += (out.empty() ? "" : " ") + tl;
+  }
+  return out;
 }
 
-const char* RawUcx::errorModeName() { return errorMode() == UCP_ERR_HANDLING_MODE_NONE ? "none" : "peer"; }
-
-RawUcx::RawUcx() {
+RawUcx::RawUcx(ucp_err_handling_mode_t mode, const char* net_devices) : mode_(mode) {
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) fail("ucp_config_read", s);
+  if (net_devices && *net_devices && !std::getenv("UCX_NET_DEVICES")) {
+    s = ucp_config_modify(config, "NET_DEVICES", net_devices);
+    if (s != UCS_OK) {
+      ucp_config_release(config);
+      fail("setting NET_DEVICES", s);
+    }
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
@@ -94,7 +121,7 @@ int RawUcx::connect(const std::string& peer_address) {
   params.field_mask =
       UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
   params.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
-  params.err_mode = errorMode();
+  params.err_mode = mode_;
   params.err_handler.cb = &RawUcx::onEndpointError;
   params.err_handler.arg = this;
   ucp_ep_h ep = nullptr;

@@ -3,9 +3,11 @@
 // with the features multiworld's UCX backend asks for (TAG and WAKEUP, so
 // that UCX selects the same transports), driven by polling
 // (ucp_worker_progress) on the calling thread: no progress thread, no
-// lock, no sleeping. Endpoints use the error-handling mode multiworld would
-// pick for a peer on this host: NONE when UCX_TLS leaves shared memory in
-// (UCX 1.13 never uses shared memory on PEER endpoints), PEER otherwise.
+// lock, no sleeping. Its endpoints use UCP_ERR_HANDLING_MODE_PEER, as every
+// endpoint of multiworld's UCX backend does, so the baseline runs over the
+// transports ours runs over (on one host: tcp on loopback, since UCX 1.13
+// selects no shared memory for PEER endpoints). Mode NONE is there only
+// for the reference of what that costs (p2p's shm_* columns).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -37,7 +39,10 @@ struct RawUcxOp {
 
 class RawUcx {
  public:
-  RawUcx();  // throws RawUcxError
+  // `net_devices` as UCX_NET_DEVICES (unless that is set): the bench runs
+  // ours with bind_address 127.0.0.1, which restricts it to "lo".
+  explicit RawUcx(ucp_err_handling_mode_t mode = UCP_ERR_HANDLING_MODE_PEER,
+                  const char* net_devices = "lo");  // throws RawUcxError
   ~RawUcx();
   RawUcx(const RawUcx&) = delete;
   RawUcx& operator=(const RawUcx&) = delete;
@@ -66,9 +71,9 @@ class RawUcx {
   // up to `timeout_s`.
   void closeAll(double timeout_s);
 
-  // The error-handling mode connect() uses, and a name for it.
-  static ucp_err_handling_mode_t errorMode();
-  static const char* errorModeName();
+  // The transports UCX chose for endpoint `ep`, one "tl/device" per lane
+  // (ucp_ep_print_info), e.g. "tcp/lo" or "sysv/memory cma/memory".
+  std::string lanes(int ep) const;
   // Whether UCX_TLS lets processes on one host share memory (mm transports).
   static bool sharedMemoryAllowed();
 
@@ -79,6 +84,7 @@ class RawUcx {
   void complete(RawUcxOp& op, ucs_status_t status, std::size_t length);
   void progressUntil(const bool& flag, double timeout_s, const char* what);
 
+  const ucp_err_handling_mode_t mode_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int efd_ = -1;  // the worker's event fd

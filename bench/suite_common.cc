@@ -18,12 +18,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
-
-#include "bench/raw_ucx.h"
 
 namespace mwbench {
 namespace common {
@@ -298,21 +297,31 @@ std::string resultsName(const std::string& suite, const BenchOptions& opt) {
   return opt.ucx ? suite : suite + " (gloo)";
 }
 
-std::string ucxTransport() {
-  if (RawUcx::sharedMemoryAllowed()) return "shm";
+std::string ucxTls() {
   const char* tls = std::getenv("UCX_TLS");
-  return tls ? tls : "";
+  return tls && *tls ? tls : "default";
 }
+
+namespace {
+
+// The machine's load average (1, 5 and 15 minutes) when this process
+// started: benchmarks share the machine, and a polling baseline suffers
+// most when there are fewer idle cores than processes.
+const std::string kLoadAtStart = [] {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return in ? one + " " + five + " " + fifteen : std::string();
+}();
+
+}  // namespace
 
 JsonRow backendFields(const BenchOptions& opt, const char* raw) {
   JsonRow top = {{"backend", jsonString(backendName(opt))}};
   if (raw) top.push_back({"raw", jsonString(raw)});
   if (opt.spin_us >= 0) top.push_back({"spin_us", jnum(opt.spin_us)});
-  if (opt.ucx) {
-    const char* tls = std::getenv("UCX_TLS");
-    top.push_back({"transport", jsonString(ucxTransport())});
-    top.push_back({"ucx_tls", tls ? jsonString(tls) : "null"});
-  }
+  if (opt.ucx) top.push_back({"ucx_tls", jsonString(ucxTls())});
+  if (!kLoadAtStart.empty()) top.push_back({"loadavg_at_start", jsonString(kLoadAtStart)});
   return top;
 }
 

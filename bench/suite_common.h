@@ -68,9 +68,10 @@ void writeRecord(int fd, const void* p, std::size_t n);
 mw_backend_t backendOf(const BenchOptions& opt);
 const char* backendName(const BenchOptions& opt);
 std::string resultsName(const std::string& suite, const BenchOptions& opt);
-// How UCX_TLS lets UCX move data between processes on this host: "shm"
-// (shared memory, endpoints in error mode NONE) or UCX_TLS's value.
-std::string ucxTransport();
+// UCX_TLS as set, or "default" when it is not: what a UCX run is named by.
+// (Every endpoint of ours and of the raw UCX baseline is in error mode
+// PEER, so on one host both move data over tcp on loopback either way.)
+std::string ucxTls();
 // OURS' spin_us as given, or "default".
 std::string spinText(const BenchOptions& opt);
 // This process's threads (/proc/self/task).
@@ -113,8 +114,9 @@ bool writeJson(const std::string& path, const std::string& bench, const std::str
                const std::string& machine, const std::vector<JsonRow>& rows, const JsonRow& top = {});
 std::string jnum(double v);
 // The JSON fields every host suite's results carry at the top: backend,
-// with UCX transport and UCX_TLS, and `raw` (what the raw_* columns
-// measured: "ucx" or "gloo") when given.
+// with UCX ucx_tls (ucxTls()), `raw` (what the raw_* columns measured:
+// "ucx" or "gloo") when given, and loadavg_at_start (/proc/loadavg when
+// the process started).
 JsonRow backendFields(const BenchOptions& opt, const char* raw = nullptr);
 
 }  // namespace common

@@ -60,23 +60,27 @@ TEST(Cli, HelpAndBadUsage) {
   EXPECT_NE(out.find("bad value 'rdma' for --backend"), std::string::npos) << out;
 }
 
-// `multiworld bench p2p --backend ucx`: ours, raw UCX and raw Gloo side by
-// side, every payload checked, the JSON rows carrying all three.
-TEST(Cli, BenchP2pOnUcxComparesThreeImplementations) {
+// `multiworld bench p2p --backend ucx`: ours, raw UCX (peer error handling,
+// as ours) and raw Gloo side by side, with raw UCX over shared memory (no
+// error handling) for reference, every payload checked, the JSON rows
+// carrying all four; with UCX_TLS unset the run is named "default".
+TEST(Cli, BenchP2pOnUcxComparesRawUcxGlooAndSharedMemory) {
   char dir[] = "/tmp/mw-cli-bench-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string json = std::string(dir) + "/p2p.json";
   std::string out;
   const std::string args = " bench p2p --backend ucx --iters 20 --rounds 1 --max-bytes 4096 --json " + json;
-  const int rc = run("env -u MW_REDIS_URL " + kCli + args, &out);
+  const int rc = run("env -u MW_REDIS_URL -u UCX_TLS " + kCli + args, &out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("gloo_lat_us"), std::string::npos) << out;
   std::string doc;
   EXPECT_EQ(run("cat " + json, &doc), 0);
-  for (const char* key : {"\"bench\": \"p2p (ucx, ", "\"backend\": \"ucx\"", "\"ours_gbps\"", "\"raw_gbps\"",
-                          "\"ratio\"", "\"gloo_gbps\"", "\"ours_lat_us\"", "\"raw_lat_us\"", "\"gloo_lat_us\""}) {
+  for (const char* key : {"\"bench\": \"p2p (ucx, default)\"", "\"backend\": \"ucx\"", "\"raw_error_mode\": \"peer\"",
+                          "\"ours_gbps\"", "\"raw_gbps\"", "\"ratio\"", "\"gloo_gbps\"", "\"shm_gbps\"",
+                          "\"ours_lat_us\"", "\"raw_lat_us\"", "\"gloo_lat_us\"", "\"shm_lat_us\""}) {
     EXPECT_NE(doc.find(key), std::string::npos) << key << " missing in " << doc;
   }
+  EXPECT_EQ(doc.find("null"), std::string::npos) << "shared memory measured at every size: " << doc;
   EXPECT_EQ(std::count(doc.begin(), doc.end(), '{'), 1 + 4) << doc;  // the document and sizes 64, 256, 1K, 4K
   std::string ignored;
   run(std::string("rm -rf ") + dir, &ignored);

@@ -1,5 +1,5 @@
 // One demo process's view of its worlds: each is a two-rank UCX world with
-// one peer (shared memory between the demo's processes), carrying
+// one peer (tcp on loopback between the demo's processes), carrying
 // fixed-size messages. Keeps a receive posted on every
 // inbound world, recycles message buffers, and reports received messages
 // and broken worlds from one mw_poll loop.
