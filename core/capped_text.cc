@@ -4,8 +4,12 @@ namespace mw {
 
 std::string cappedText(std::string_view text) {
   size_t keep = text.size();
+  std::string cut;
   if (keep > kCappedTextBytes) {
-    keep = kCappedTextBytes;
+    // The whole result stays within the cap, so capping it again (a notice
+    // passed on) changes nothing.
+    cut = "...[cut, " + std::to_string(text.size()) + " bytes]";
+    keep = kCappedTextBytes - cut.size();
     // Back off to the start of a UTF-8 sequence (continuation bytes are 10xxxxxx).
     for (int i = 0; i < 3 && keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80; ++i) --keep;
   }
@@ -14,7 +18,7 @@ std::string cappedText(std::string_view text) {
     unsigned char u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7F) c = ' ';
   }
-  if (keep < text.size()) out += "...[cut, " + std::to_string(text.size()) + " bytes]";
+  out += cut;
   return out;
 }
 

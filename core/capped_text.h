@@ -13,8 +13,9 @@ namespace mw {
 constexpr size_t kCappedTextBytes = 1024;
 
 // `text` with control characters replaced by spaces; when longer than
-// kCappedTextBytes, its first kCappedTextBytes (never splitting a UTF-8
-// character) followed by "...[cut, N bytes]".
+// kCappedTextBytes, its start (never splitting a UTF-8 character) and
+// "...[cut, N bytes]", kCappedTextBytes in all at most. Capping twice
+// changes nothing.
 std::string cappedText(std::string_view text);
 
 }  // namespace mw
