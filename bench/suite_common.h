@@ -14,7 +14,7 @@
 #include <multiworld/multiworld.h>
 
 #include "bench/bench_options.h"
-#include "bench/private_redis.h"
+#include "tools/common/private_redis.h"
 
 namespace gloo {
 namespace rendezvous {
@@ -23,6 +23,9 @@ class Context;
 }  // namespace gloo
 
 namespace mwbench {
+
+using mwtools::PrivateRedis;
+
 namespace common {
 
 class Error : public std::runtime_error {

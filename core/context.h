@@ -11,11 +11,11 @@
 #include "core/completion_queue.h"
 #include "core/config.h"
 #include "core/event_queue.h"
-#include "core/keys.h"
+#include "core/store/keys.h"
 #include "core/readiness.h"
-#include "core/redis_pool.h"
-#include "core/rendezvous.h"
-#include "core/watchdog.h"
+#include "core/store/redis_pool.h"
+#include "core/store/rendezvous.h"
+#include "core/liveness/watchdog.h"
 #include "core/world.h"
 
 namespace gloo {

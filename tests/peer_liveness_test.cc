@@ -2,7 +2,7 @@
 // and what does not (a key lost and written again, a stale value, garbage).
 #include <gtest/gtest.h>
 
-#include "core/peer_liveness.h"
+#include "core/liveness/peer_liveness.h"
 
 namespace {
 

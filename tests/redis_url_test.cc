@@ -1,4 +1,4 @@
-#include "core/redis_url.h"
+#include "core/store/redis_url.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/redis_url.h"
+#include "core/store/redis_url.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string url(reinterpret_cast<const char*>(data), size);

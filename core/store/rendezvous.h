@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/deadline.h"
-#include "core/keys.h"
-#include "core/redis_pool.h"
+#include "core/store/keys.h"
+#include "core/store/redis_pool.h"
 
 namespace mw {
 

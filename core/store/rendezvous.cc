@@ -1,9 +1,9 @@
-#include "core/rendezvous.h"
+#include "core/store/rendezvous.h"
 
 #include "core/capped_text.h"
 #include "core/error.h"
-#include "core/redis_signal.h"
-#include "core/redis_values.h"
+#include "core/store/redis_signal.h"
+#include "core/store/redis_values.h"
 
 namespace mw {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 // every stored number is checked before use (Lua's tonumber takes "inf",
 // "1e30" and "0x10"); keys are checked for their type before the first
 // write (a script's writes are not undone when it fails); readiness and
-// failure are one token on a signal list (core/redis_signal.h).
+// failure are one token on a signal list (core/store/redis_signal.h).
 // 'joined' counts the valid rank fields of the member list: a new field adds
 // one, and an overwritten one (a takeover) or a count that says complete is
 // checked against the list itself, so stray fields never count.

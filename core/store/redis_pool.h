@@ -7,8 +7,8 @@
 #include <mutex>
 #include <vector>
 
-#include "core/redis_connection.h"
-#include "core/redis_url.h"
+#include "core/store/redis_connection.h"
+#include "core/store/redis_url.h"
 
 namespace mw {
 

@@ -1,4 +1,4 @@
-#include "core/redis_pool.h"
+#include "core/store/redis_pool.h"
 
 namespace mw {
 

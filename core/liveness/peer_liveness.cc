@@ -1,7 +1,7 @@
-#include "core/peer_liveness.h"
+#include "core/liveness/peer_liveness.h"
 
 #include "core/capped_text.h"
-#include "core/redis_values.h"
+#include "core/store/redis_values.h"
 
 namespace mw {
 
