@@ -73,4 +73,13 @@ TEST_F(PeerLivenessTest, AVerdictAllowsAQuarterIntervalOfJitterAndNoMore) {
   EXPECT_TRUE(live_.overdue("peer", std::string_view(beat(3)), read + 975ms));
 }
 
+TEST_F(PeerLivenessTest, ARestartGivesEveryPeerAFullTimeoutAgain) {
+  EXPECT_FALSE(tick(beat(9)));
+  for (int i = 0; i < 8; ++i) EXPECT_FALSE(tick(std::nullopt));
+  // A failover: what the old master showed says nothing any more.
+  live_.restart(t_);
+  for (int i = 0; i < 9; ++i) EXPECT_FALSE(tick(beat(8)));  // the new master lags: an older beat is not new
+  EXPECT_TRUE(tick(beat(8)));
+}
+
 }  // namespace

@@ -59,6 +59,12 @@ void NoticeQueue::deliver(RedisConnection& conn, const Keys& keys, std::chrono::
                    std::to_string(n.epoch), formatBreakMarker(notice.marker), ttl, n.detail});
       conn.append({"PUBLISH", keys.eventsChannel(), formatBreakNotice(notice)});
       replies += 2;
+      if (n.gave_up) {
+        const std::string formed = keys.worldEpoch(n.world, n.epoch, "formed");
+        conn.append({"RPUSH", formed, "err:" + n.detail});
+        conn.append({"PEXPIRE", formed, ttl});
+        replies += 2;
+      }
     }
     for (size_t i = 0; i < replies; ++i) conn.readReply();
   } catch (...) {

@@ -3,7 +3,9 @@
 // (for members cut off from pub/sub right now), the world's meta record
 // marked broken (for `multiworld status`), then a message on the
 // namespace's events channel. A member that leaves a healthy incarnation
-// records only that, in the meta record.
+// records only that, in the meta record; one that gives up on an
+// incarnation still forming also fails the rendezvous' commit
+// (core/store/rendezvous.h) for the others.
 #pragma once
 
 #include <chrono>
@@ -24,6 +26,9 @@ struct Notice {
   int peer = -1;     // the rank blamed, -1 if unknown
   std::string detail;
   bool left = false;  // the member left a healthy incarnation: meta state only
+  // The member gave up on an incarnation it joined before it formed: the
+  // break also releases the members waiting for it to form.
+  bool gave_up = false;
 };
 
 class NoticeQueue {

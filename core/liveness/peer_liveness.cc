@@ -38,6 +38,10 @@ std::string PeerLiveness::describe(int rank, const std::string& member, std::opt
          (peer.beat > 0 ? "beat " + std::to_string(peer.beat) : std::string("none")) + ", and " + found;
 }
 
+void PeerLiveness::restart(Clock::time_point at) {
+  for (auto& [member, peer] : peers_) peer.changed = at;
+}
+
 void PeerLiveness::retain(const std::set<std::string>& members) {
   for (auto it = peers_.begin(); it != peers_.end();) {
     it = members.count(it->first) ? std::next(it) : peers_.erase(it);

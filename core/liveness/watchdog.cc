@@ -36,13 +36,13 @@ std::chrono::milliseconds worldKeyTtl(const Config& cfg) {
 
 }  // namespace
 
-Watchdog::Watchdog(const Config& cfg, const RedisUrl& url, const Keys& keys, std::string member_id,
+Watchdog::Watchdog(const Config& cfg, RedisConnector& connector, const Keys& keys, std::string member_id,
                    EventQueue& events)
     : cfg_(cfg),
       keys_(keys),
       member_(std::move(member_id)),
       host_(hostName()),
-      link_(cfg_, url, keys_, events),
+      link_(cfg_, connector, keys_, events),
       liveness_(cfg.heartbeat_timeout, cfg.heartbeat_interval) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw Error(Status::Internal, "eventfd failed");
@@ -79,7 +79,7 @@ Watchdog::~Watchdog() {
 
 void Watchdog::watch(const std::shared_ptr<World>& w) {
   std::lock_guard<std::mutex> lock(m_);
-  worlds_[w.get()] = Watched{w, w->name(), w->epoch(), w->rank(), w->members()};
+  worlds_[w.get()] = Watched{w, w->name(), w->epoch(), w->rank(), w->members(), std::nullopt};
 }
 
 void Watchdog::unwatch(const World* w) {
@@ -88,8 +88,27 @@ void Watchdog::unwatch(const World* w) {
 }
 
 void Watchdog::announce(const World& w, int peer_rank, const std::string& detail) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    auto it = worlds_.find(&w);
+    if (it != worlds_.end() && !it->second.broken) it->second.broken = BreakMarker{peer_rank, w.rank(), detail};
+  }
   notices_.push(Notice{w.name(), w.epoch(), w.rank(), peer_rank, detail});
   wakeUp();
+}
+
+void Watchdog::giveUp(const std::string& world, uint64_t epoch, int rank, const std::string& why) {
+  Notice n{world, epoch, rank, rank, "rank " + std::to_string(rank) + " gave up joining: " + why};
+  n.gave_up = true;
+  notices_.push(std::move(n));
+  wakeUp();
+}
+
+void Watchdog::announceAgain() {
+  std::lock_guard<std::mutex> lock(m_);
+  for (const auto& [ptr, w] : worlds_) {
+    if (w.broken) notices_.push(Notice{w.name, w.epoch, w.broken->detector, w.broken->peer, w.broken->detail});
+  }
 }
 
 void Watchdog::recordLeft(const World& w) {
@@ -110,7 +129,7 @@ void Watchdog::wakeUp() {
 }
 
 void Watchdog::connect() {
-  link_.connect([this](RedisConnection& cmd) {
+  StoreLink::Connected how = link_.connect([this](RedisConnection& cmd) {
     auto hb = cmd.command({"SET", keys_.heartbeat(member_), heartbeatValue(), "PX",
                            std::to_string(cfg_.heartbeat_timeout.count())});
     if (replyIsError(hb.get())) throw Error(Status::Store, "heartbeat failed: " + cappedText(replyString(hb.get())));
@@ -118,7 +137,13 @@ void Watchdog::connect() {
   // After an outage (Redis may have restarted empty) peers need time to
   // write their heartbeats again; they come back up to one pause after
   // us, and write within one interval of that.
-  judge_after_ = Clock::now() + StoreLink::maxPause(cfg_) + 2 * cfg_.heartbeat_interval;
+  const auto now = Clock::now();
+  judge_after_ = now + StoreLink::maxPause(cfg_) + 2 * cfg_.heartbeat_interval;
+  // A new master: peers find it through the sentinels, each in its own
+  // time; none is judged on what the old master last showed.
+  if (how.master_changed) liveness_.restart(now);
+  // Markers written to a master that has since gone may be lost.
+  if (how.ended_outage) announceAgain();
 }
 
 void Watchdog::run() {
@@ -131,8 +156,8 @@ void Watchdog::run() {
     int timeout_ms = static_cast<int>(
         std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now).count() + 1));
 
-    pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {link_.subscriberFd(), POLLIN, 0}};
-    int n = ::poll(fds, 2, timeout_ms);
+    pollfd fds[3] = {{wake_fd_, POLLIN, 0}, {link_.subscriberFd(), POLLIN, 0}, {link_.sentinelFd(), POLLIN, 0}};
+    int n = ::poll(fds, 3, timeout_ms);
     if (n > 0 && (fds[0].revents & POLLIN)) {
       uint64_t v;
       ssize_t got = ::read(wake_fd_, &v, sizeof v);
@@ -143,6 +168,10 @@ void Watchdog::run() {
       if (stop_) return;
     }
     try {
+      if (n > 0 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+        const std::string moved = link_.masterMoved();
+        if (!moved.empty() && link_.connected()) link_.lost(moved, true);
+      }
       if (!link_.connected() && Clock::now() >= link_.nextAttempt()) connect();
       if (n > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
         for (const auto& payload : link_.messages()) handleNotice(payload);
@@ -150,6 +179,7 @@ void Watchdog::run() {
       if (link_.connected()) notices_.deliver(link_.commands(), keys_, worldKeyTtl(cfg_));
       if (Clock::now() >= next_tick) {
         if (link_.connected()) tick();
+        link_.keepWatching();
         last_tick_ = Clock::now();
         next_tick = std::max(next_tick + cfg_.heartbeat_interval, Clock::now());
       }
@@ -163,25 +193,27 @@ void Watchdog::run() {
 void Watchdog::handleNotice(const std::string& payload) {
   auto notice = parseBreakNotice(payload);
   if (!notice) return;  // not ours to understand; nothing from Redis may hurt us
-  breakWorlds(notice->world, notice->epoch, notice->marker.peer,
-              "rank " + std::to_string(notice->marker.detector) +
-                  " reported the world broken: " + notice->marker.detail,
+  breakWorlds(notice->world, notice->epoch, notice->marker,
+              "rank " + std::to_string(notice->marker.detector) + " reported the world broken: " + notice->marker.detail,
               false);
 }
 
-void Watchdog::breakWorlds(const std::string& name, uint64_t epoch, int peer, const std::string& detail,
-                           bool announce) {
+void Watchdog::breakWorlds(const std::string& name, uint64_t epoch, const BreakMarker& marker,
+                           const std::string& detail, bool announce) {
   std::vector<std::shared_ptr<World>> hit;
   {
     std::lock_guard<std::mutex> lock(m_);
     for (auto& [ptr, w] : worlds_) {
       if (w.name == name && w.epoch == epoch) {
+        // A break heard of from others is theirs to announce now, and ours
+        // to announce again after a failover.
+        if (!announce && !w.broken) w.broken = marker;
         if (auto sp = w.world.lock()) hit.push_back(std::move(sp));
       }
     }
   }
   for (auto& w : hit) {
-    int blamed = (peer >= 0 && peer < w->size()) ? peer : -1;
+    int blamed = (marker.peer >= 0 && marker.peer < w->size()) ? marker.peer : -1;
     w->breakWorld(blamed, detail, announce);
   }
 }
@@ -234,7 +266,8 @@ void Watchdog::judgeMarkers(const std::vector<Watched>& worlds,
     std::string detail = marker ? "rank " + std::to_string(marker->detector) +
                                       " reported the world broken: " + marker->detail
                                 : "its break marker in Redis reads '" + cappedText(*markers[i]) + "'";
-    breakWorlds(worlds[i].name, worlds[i].epoch, marker ? marker->peer : -1, detail, false);
+    breakWorlds(worlds[i].name, worlds[i].epoch, marker ? *marker : BreakMarker{-1, worlds[i].rank, detail}, detail,
+                false);
   }
 }
 
@@ -252,7 +285,7 @@ void Watchdog::judgeBeats(const std::vector<Watched>& worlds, const std::set<std
     for (size_t r = 0; r < w.members.size(); ++r) {
       auto found = dead.find(w.members[r]);
       if (static_cast<int>(r) == w.rank || found == dead.end()) continue;
-      breakWorlds(w.name, w.epoch, static_cast<int>(r),
+      breakWorlds(w.name, w.epoch, BreakMarker{static_cast<int>(r), w.rank, ""},
                   liveness_.describe(static_cast<int>(r), found->first, found->second, now), true);
       break;
     }

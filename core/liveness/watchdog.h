@@ -3,13 +3,22 @@
 // watches (one pipelined round trip per tick for all worlds,
 // core/liveness/heartbeat_round.h), listens for break notices on pub/sub,
 // delivers this process's own (core/liveness/break_notices.h), and rides
-// out Redis outages without breaking anything (core/liveness/store_link.h).
+// out Redis outages and Sentinel failovers without breaking anything
+// (core/liveness/store_link.h).
+//
+// After a failover the new master may lack the last heartbeats and break
+// markers written to the old one (replication is asynchronous), and
+// members reach it at different moments. So after a switch no peer is
+// judged until it has had a full heartbeat timeout, from this member's
+// reconnection, to write again; and every break this member knows of is
+// announced again (marker and notice), for members that missed it.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -22,6 +31,8 @@
 #include "core/liveness/peer_liveness.h"
 #include "core/liveness/store_link.h"
 #include "core/store/keys.h"
+#include "core/store/redis_connector.h"
+#include "core/store/redis_values.h"
 
 namespace mw {
 
@@ -31,7 +42,8 @@ class Watchdog {
  public:
   // Writes the first heartbeat before returning, so rendezvous can tell
   // this member is alive. Throws Error(Store) when Redis is unreachable.
-  Watchdog(const Config& cfg, const RedisUrl& url, const Keys& keys, std::string member_id, EventQueue& events);
+  Watchdog(const Config& cfg, RedisConnector& connector, const Keys& keys, std::string member_id,
+           EventQueue& events);
   ~Watchdog();
 
   void watch(const std::shared_ptr<World>& w);
@@ -43,6 +55,11 @@ class Watchdog {
   // be formed again without it. Publishes nothing: the members learn from
   // the transport, after whatever this member sent them has arrived.
   void recordLeft(const World& w);
+  // This member gave up on incarnation `epoch` of `world` after it joined:
+  // a break notice, delivered whenever Redis can take it, fails the
+  // formation for the others, or breaks the world of any member that
+  // already returned it.
+  void giveUp(const std::string& world, uint64_t epoch, int rank, const std::string& why);
   bool storeUp() const { return link_.up(); }
 
  private:
@@ -52,6 +69,7 @@ class Watchdog {
     uint64_t epoch;
     int rank;
     std::vector<std::string> members;
+    std::optional<BreakMarker> broken;  // the break, once known, to announce again
   };
 
   void run();
@@ -61,7 +79,9 @@ class Watchdog {
   void judgeBeats(const std::vector<Watched>& worlds, const std::set<std::string>& peers,
                   const std::vector<std::optional<std::string>>& beats, Clock::time_point now);
   void handleNotice(const std::string& payload);
-  void breakWorlds(const std::string& name, uint64_t epoch, int peer, const std::string& detail, bool announce);
+  void breakWorlds(const std::string& name, uint64_t epoch, const BreakMarker& marker, const std::string& detail,
+                   bool announce);
+  void announceAgain();
   void wakeUp();
   std::string heartbeatValue();
 

@@ -4,6 +4,7 @@
 
 #include "core/capped_text.h"
 #include "core/error.h"
+#include "core/store/redis_connector.h"
 #include "core/store/redis_url.h"
 
 namespace mw {
@@ -23,9 +24,10 @@ std::map<std::string, std::string> hashOf(RedisConnection& c, const std::string&
 
 Directory::Directory(const std::string& redis_url, std::string ns, std::chrono::milliseconds timeout)
     : keys_(std::move(ns)) {
-  RedisUrl url = parseRedisUrl(redis_url);
-  where_ = url.redacted();
-  conn_ = RedisConnection::connect(url, timeout);
+  RedisConnector connector(parseRedisUrl(redis_url), timeout);
+  conn_ = connector.connect();
+  where_ = connector.viaSentinel() ? conn_->url() + " (master of " + connector.url().redacted() + ")"
+                                   : connector.url().redacted();
 }
 
 Directory::~Directory() = default;

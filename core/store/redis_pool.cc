@@ -1,5 +1,7 @@
 #include "core/store/redis_pool.h"
 
+#include <exception>
+
 namespace mw {
 
 namespace {
@@ -7,22 +9,27 @@ constexpr size_t kMaxIdle = 8;
 }
 
 RedisPool::Lease RedisPool::lease() {
+  const uint64_t now = connector_.generation();
   {
     std::lock_guard<std::mutex> lock(m_);
-    if (!idle_.empty()) {
-      auto c = std::move(idle_.back());
+    while (!idle_.empty()) {
+      auto [generation, c] = std::move(idle_.back());
       idle_.pop_back();
-      return Lease(*this, std::move(c));
+      if (generation == now) return Lease(*this, std::move(c), generation);
     }
   }
-  return Lease(*this, RedisConnection::connect(url_, timeout_));
+  return Lease(*this, connector_.connect(), now);
 }
 
-void RedisPool::giveBack(std::unique_ptr<RedisConnection> c) {
-  if (!c || c->broken()) return;
-  c->setTimeout(timeout_);
+void RedisPool::giveBack(std::unique_ptr<RedisConnection> c, uint64_t generation) {
+  if (!c || c->broken() || generation != connector_.generation()) return;
+  try {
+    c->setTimeout(connector_.timeout());
+  } catch (const std::exception&) {
+    return;  // from a destructor: a connection that cannot be reset is dropped
+  }
   std::lock_guard<std::mutex> lock(m_);
-  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
+  if (idle_.size() < kMaxIdle) idle_.emplace_back(generation, std::move(c));
 }
 
 }  // namespace mw

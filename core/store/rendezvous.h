@@ -29,6 +29,13 @@ class Rendezvous {
   // it does in Redis is bounded by `size`, whatever Redis holds.
   Formation join(const std::string& world, int rank, int size, Deadline deadline);
 
+  // Once this member's transport is up: the world is formed when every
+  // member has committed, so no member returns a world that another gave
+  // up on. Throws Error: Store (the incarnation is gone from Redis, as
+  // after a failover that lost it), WorldBroken (a member gave up before
+  // it formed: its reason), Timeout.
+  void commit(const std::string& world, uint64_t epoch, int rank, int size, Deadline deadline);
+
   // Withdraws a claim after a failed join; best effort.
   void leave(const std::string& world, uint64_t epoch, int rank) noexcept;
 
