@@ -51,23 +51,6 @@ struct Row {
   double ours_p50 = 0, ours_p99 = 0, raw_p50 = 0, raw_p99 = 0;
 };
 
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error("socket failed");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    throw Error("cannot find a free port");
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 struct Setup {
   std::string redis_url, ns, store_dir;
   int redis_port = 0;

@@ -78,6 +78,8 @@ std::string ucxTransport();
 std::string spinText(const BenchOptions& opt);
 // This process's threads (/proc/self/task).
 int threadCount();
+// A loopback TCP port nothing listens on right now.
+int freePort();
 
 // A multiworld context for benchmarks on 127.0.0.1; spin_us < 0 leaves the
 // library's default.

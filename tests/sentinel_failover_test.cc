@@ -4,10 +4,7 @@
 // SIGKILL. Nothing breaks that should not, every store event is seen, and
 // world creation comes back on the new master.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -321,19 +318,6 @@ int expectContextFails(const std::string& url, mw_status_t want, const std::vect
   return 0;
 }
 
-int closedPort() {
-  // A port of a sentinel that was never started: bound, then released.
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 }  // namespace
 
 // Issue 19, test 4: bad sentinel URLs each fail with a message naming the
@@ -342,7 +326,7 @@ TEST(SentinelFailover, BadSentinelUrlsFailNamingTheProblem) {
   SentinelGroup group;
   const std::vector<int> ports = group.sentinelPorts();
   const std::string some = "127.0.0.1:" + std::to_string(ports[0]);
-  const int p1 = closedPort(), p2 = closedPort();
+  const int p1 = freeLoopbackPort(), p2 = freeLoopbackPort();  // sentinels never started
   EXPECT_TRUE(runRanks(1, [&](int) {
     MWT_REQUIRE(expectContextFails("redis+sentinel://" + some, MW_ERR_INVALID_ARGUMENT, {"no master name"}) == 0);
     MWT_REQUIRE(expectContextFails("redis+sentinel://" + some + "/", MW_ERR_INVALID_ARGUMENT, {"no master name"}) ==

@@ -31,12 +31,20 @@ std::vector<std::optional<std::string>> values(const RedisReply& r, size_t n, co
 }  // namespace
 
 HeartbeatReads runHeartbeatRound(RedisConnection& conn, const HeartbeatRound& round) {
+  appendHeartbeatRound(conn, round);
+  return readHeartbeatRound(conn, round);
+}
+
+size_t appendHeartbeatRound(RedisConnection& conn, const HeartbeatRound& round) {
   conn.append({"SET", round.heartbeat_key, round.heartbeat_value, "PX", std::to_string(round.heartbeat_ttl.count())});
   if (!round.peer_keys.empty()) conn.append(mget(round.peer_keys));
   if (!round.marker_keys.empty()) conn.append(mget(round.marker_keys));
   const std::string ttl = std::to_string(round.refresh_ttl.count());
   for (const auto& key : round.refresh_keys) conn.append({"PEXPIRE", key, ttl});
+  return 1 + !round.peer_keys.empty() + !round.marker_keys.empty() + round.refresh_keys.size();
+}
 
+HeartbeatReads readHeartbeatRound(RedisConnection& conn, const HeartbeatRound& round) {
   // Every reply is read before any is judged, so the pipeline never stays
   // half read.
   auto hb = conn.readReply();

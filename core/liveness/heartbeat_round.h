@@ -31,4 +31,10 @@ struct HeartbeatReads {
 // reads refused (an ACL without MGET, say) would leave peers unwatched.
 HeartbeatReads runHeartbeatRound(RedisConnection& conn, const HeartbeatRound& round);
 
+// The same in two halves, so that rounds can be pipelined back to back (the
+// control benchmark loads Redis with them): the commands appended, and
+// later their replies read, in the order appended.
+size_t appendHeartbeatRound(RedisConnection& conn, const HeartbeatRound& round);  // returns the commands
+HeartbeatReads readHeartbeatRound(RedisConnection& conn, const HeartbeatRound& round);
+
 }  // namespace mw

@@ -17,10 +17,8 @@
 #include "tests/support/redis_client.h"
 
 namespace mwtest {
-namespace {
 
-// A loopback port nothing listens on right now.
-int freePort() {
+int freeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -34,6 +32,8 @@ int freePort() {
   close(fd);
   return ntohs(a.sin_port);
 }
+
+namespace {
 
 std::string field(const std::string& info, const std::string& name) {
   size_t at = info.find(name + ":");
@@ -50,7 +50,7 @@ SentinelGroup::SentinelGroup(Options opt) : opt_(std::move(opt)) {
   dir_ = tmpl;
   try {
     for (int i = 0; i < 2; ++i) {
-      const int port = freePort();
+      const int port = freeLoopbackPort();
       std::vector<std::string> argv = {"redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1",
                                        "--save", "", "--appendonly", "no", "--dir", dir_,
                                        "--dbfilename", "dump-" + std::to_string(port) + ".rdb",
@@ -66,7 +66,7 @@ SentinelGroup::SentinelGroup(Options opt) : opt_(std::move(opt)) {
       return field(replica.text({"INFO", "replication"}), "master_link_status") == "up";
     });
     for (auto& s : sentinels_) {
-      const int port = freePort();
+      const int port = freeLoopbackPort();
       const std::string conf = dir_ + "/sentinel-" + std::to_string(port) + ".conf";
       std::ofstream out(conf);
       out << "port " << port << "\nbind 127.0.0.1\ndir " << dir_ << "\nlogfile " << dir_ << "/sentinel-" << port

@@ -13,6 +13,9 @@
 
 namespace mwtest {
 
+// A loopback TCP port nothing listens on right now.
+int freeLoopbackPort();
+
 class SentinelGroup {
  public:
   struct Options {
