@@ -27,6 +27,15 @@ local function wrongType(key, kind)
   if t == 'none' or t == kind then return nil end
   return {'corrupt', key, '', 'a ' .. t .. ' instead of a ' .. kind}
 end
+-- The 'corrupt' reply for the first of `fields` of hash `key` longer than
+-- a number may be, or nil.
+local function overlong(key, fields)
+  for _, f in ipairs(fields) do
+    local len = redis.call('HSTRLEN', key, f)
+    if len > 15 then return {'corrupt', key, f, '(' .. len .. ' bytes)'} end
+  end
+  return nil
+end
 -- Valid rank fields present in hash `key`, read in bounded batches.
 local function present(key, size)
   local n, first = 0, 0
@@ -73,10 +82,8 @@ local function liveHolder(key, field)
 end
 local bad = wrongType(meta, 'hash')
 if bad then return bad end
-for _, f in ipairs({'epoch', 'size', 'state', 'joined'}) do
-  local len = redis.call('HSTRLEN', meta, f)
-  if len > 15 then return {'corrupt', meta, f, '(' .. len .. ' bytes)'} end
-end
+bad = overlong(meta, {'epoch', 'size', 'state', 'joined'})
+if bad then return bad end
 local cur = redis.call('HMGET', meta, 'epoch', 'size', 'state', 'joined')
 local epoch = 0
 if cur[1] then
@@ -185,10 +192,8 @@ local base = ARGV[5]
 local ttl = ARGV[6]
 local bad = wrongType(meta, 'hash')
 if bad then return bad end
-for _, f in ipairs({'epoch', 'state', 'committed'}) do
-  local len = redis.call('HSTRLEN', meta, f)
-  if len > 15 then return {'corrupt', meta, f, '(' .. len .. ' bytes)'} end
-end
+bad = overlong(meta, {'epoch', 'state', 'committed'})
+if bad then return bad end
 local cur = redis.call('HMGET', meta, 'epoch', 'state', 'committed')
 if cur[1] ~= epoch or cur[2] ~= 'ready' then return {'gone', cur[1] or 'none', cur[2] or 'none'} end
 local members = base .. epoch .. ':members'
