@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -373,7 +374,10 @@ class Netns {
     if (fd < 0) return false;
     bool ok = setns(fd, CLONE_NEWNET) == 0;
     close(fd);
-    return ok;
+    // As `ip netns exec` does: a /sys of this namespace, where UCX looks
+    // for the network devices it publishes.
+    return ok && unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+           umount2("/sys", MNT_DETACH) == 0 && mount("sysfs", "/sys", "sysfs", 0, nullptr) == 0;
   }
 
   // The fault and its repair: the outer veth's IFF_UP flag, set with the
