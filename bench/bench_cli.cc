@@ -8,6 +8,7 @@
 //   mw_bench allreduce [--backend ucx|gloo] [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
 //                      [--max-bytes B] [--redis URL]
 //   mw_bench create [--backend ucx|gloo] [--trials N] [--json FILE]
+//   mw_bench control [--backend ucx|gloo] [--seconds S] [--json FILE]
 //   mw_bench poll [--backend ucx|gloo] [--iters N] [--json FILE] [--redis URL]
 //   mw_bench fanin [--backend ucx|gloo] [--iters N] [--max-senders K] [--json FILE] [--redis URL]
 //   mw_bench nccl [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]
@@ -63,6 +64,12 @@ const char kUsage[] =
     "  --trials N      sequential creates per world size (2 and 8) (default 30); the concurrent case\n"
     "                  (64 worlds by 2 processes at once) runs max(3, N/6) times. Always uses a private\n"
     "                  redis-server on TCP 127.0.0.1, shared by ours and raw\n"
+    "usage: mw_bench control [--backend B] [--seconds S] [--json FILE]\n"
+    "  the control plane's load on Redis at the default heartbeat settings: Redis commands/s per member and the\n"
+    "  heartbeat round trip for 1, 4, 100 and 1000 simulated members (the watchdog's own rounds, each member in\n"
+    "  two worlds), checked against 4 real contexts; Redis's capacity for that load, and the members one Redis\n"
+    "  serves at <= 50% of it. --seconds S per measurement (default 5). Always a private redis-server on TCP\n"
+    "  127.0.0.1\n"
     "usage: mw_bench poll [--backend B] [--iters N] [--json FILE] [--redis URL]\n"
     "  --iters N       64-byte messages per measurement (default 10000); also counts threads with 1, 64 and\n"
     "                  256 worlds open\n"
@@ -122,8 +129,8 @@ int mwbench::benchMain(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string suite = argv[1];
-  if (suite != "p2p" && suite != "faults" && suite != "allreduce" && suite != "create" && suite != "poll" &&
-      suite != "fanin" && suite != "nccl") {
+  if (suite != "p2p" && suite != "faults" && suite != "allreduce" && suite != "create" && suite != "control" &&
+      suite != "poll" && suite != "fanin" && suite != "nccl") {
     std::fprintf(stderr, "mw_bench: unknown suite '%s'\n%s", argv[1], kUsage);
     return 2;
   }
@@ -166,6 +173,8 @@ int mwbench::benchMain(int argc, char** argv) {
       known = known || arg == "--trials";
     } else if (suite == "create") {
       known = arg == "--json" || arg == "--trials" || arg == "--backend";
+    } else if (suite == "control") {
+      known = arg == "--json" || arg == "--seconds" || arg == "--backend";
     } else if (suite == "poll") {
       known = known || arg == "--iters";
     } else if (suite == "fanin") {
@@ -209,6 +218,10 @@ int mwbench::benchMain(int argc, char** argv) {
     } else if (arg == "--trials") {
       good = parseCount(value, false, &opt.trials) && opt.trials > 0 && opt.trials <= 100000;
       trials_given = true;
+    } else if (arg == "--seconds") {
+      std::size_t secs = 0;
+      good = parseCount(value, false, &secs) && secs > 0 && secs <= 3600;
+      opt.seconds = static_cast<double>(secs);
     } else if (arg == "--max-senders") {
       good = parseCount(value, false, &opt.max_senders) && opt.max_senders > 0 && opt.max_senders <= 64;
     } else if (arg == "--device") {
@@ -229,6 +242,7 @@ int mwbench::benchMain(int argc, char** argv) {
     if (!trials_given) opt.trials = 30;
     return mwbench::runCreateSuite(opt);
   }
+  if (suite == "control") return mwbench::runControlSuite(opt);
   if (suite == "poll") return mwbench::runPollSuite(opt);
   if (suite == "fanin") return mwbench::runFaninSuite(opt);
 #if MWBENCH_HAVE_NCCL

@@ -25,7 +25,7 @@ using RawStore = gloo::rendezvous::RedisStore;
 #include <gloo/transport/tcp/device.h>
 
 #include "bench/extra_suites.h"
-#include "bench/private_redis.h"
+#include "tools/common/private_redis.h"
 #include "bench/suite_common.h"
 
 namespace mwbench {
@@ -50,23 +50,6 @@ struct Row {
   int32_t trials = 0;
   double ours_p50 = 0, ours_p99 = 0, raw_p50 = 0, raw_p99 = 0;
 };
-
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error("socket failed");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    throw Error("cannot find a free port");
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct Setup {
   std::string redis_url, ns, store_dir;

@@ -1,4 +1,4 @@
-// The allreduce, create, poll, fanin and nccl suites. Each forks its own
+// The allreduce, create, control, poll, fanin and nccl suites. Each forks its own
 // worker processes or a redis-server (when no Redis is given), so call them
 // before this process made any multiworld context, Gloo object or CUDA
 // call. They return 0 on success, 1 when a process failed or a result was
@@ -16,6 +16,11 @@ int runAllreduceSuite(const BenchOptions& opt);
 // each) and 64 worlds created at once by 2 processes; raw = connectFullMesh
 // over a RedisStore on the same redis-server.
 int runCreateSuite(const BenchOptions& opt);
+// The control plane's load on Redis: commands/s per member and the
+// heartbeat round trip for 1, 4, 100 and 1000 simulated members at the
+// default heartbeat settings, Redis's capacity for that load, and the
+// members one Redis serves at <= 50% of it (bench/control_suite.cc).
+int runControlSuite(const BenchOptions& opt);
 // Cost per completion through mw_poll and mw_test with 1 and 256 worlds open.
 int runPollSuite(const BenchOptions& opt);
 // One leader, K senders each in its own 2-rank world, against one raw Gloo

@@ -1,11 +1,13 @@
 #include "bench/suite_common.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -327,6 +329,23 @@ JsonRow backendFields(const BenchOptions& opt, const char* raw) {
 
 std::string spinText(const BenchOptions& opt) {
   return opt.spin_us >= 0 ? std::to_string(opt.spin_us) : "default";
+}
+
+int freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw Error("socket failed");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    close(fd);
+    throw Error("cannot find a free port");
+  }
+  close(fd);
+  return ntohs(a.sin_port);
 }
 
 int threadCount() {

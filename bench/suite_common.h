@@ -14,7 +14,7 @@
 #include <multiworld/multiworld.h>
 
 #include "bench/bench_options.h"
-#include "bench/private_redis.h"
+#include "tools/common/private_redis.h"
 
 namespace gloo {
 namespace rendezvous {
@@ -23,6 +23,9 @@ class Context;
 }  // namespace gloo
 
 namespace mwbench {
+
+using mwtools::PrivateRedis;
+
 namespace common {
 
 class Error : public std::runtime_error {
@@ -76,6 +79,8 @@ std::string ucxTls();
 std::string spinText(const BenchOptions& opt);
 // This process's threads (/proc/self/task).
 int threadCount();
+// A loopback TCP port nothing listens on right now.
+int freePort();
 
 // A multiworld context for benchmarks on 127.0.0.1; spin_us < 0 leaves the
 // library's default.

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "core/redis_url.h"
+#include "core/store/redis_url.h"
 
 namespace mw {
 namespace {

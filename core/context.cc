@@ -71,12 +71,13 @@ Context::Context(const Config& cfg)
     : cfg_(validated(cfg)),
       keys_(cfg_.ns),
       member_(newMemberId()),
-      pool_(parseRedisUrl(cfg_.redis_url), cfg_.store_timeout),
+      connector_(parseRedisUrl(cfg_.redis_url), cfg_.store_timeout),
+      pool_(connector_),
       rendezvous_(pool_, keys_, member_),
       gloo_device_(makeGlooDevice(cfg_.bind_address)) {
   setLogLevel(cfg_.log_level);
   ignoreSigpipeUnlessHandled();
-  watchdog_ = std::make_unique<Watchdog>(cfg_, pool_.url(), keys_, member_, events_);
+  watchdog_ = std::make_unique<Watchdog>(cfg_, connector_, keys_, member_, events_);
 }
 
 Context::~Context() {
@@ -157,23 +158,21 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
   }
   Deadline deadline = timeout_ms < 0 ? Clock::now() + kForever
                                      : Clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::shared_ptr<UcxContext> ucx_context = backend == Backend::Ucx ? ucx() : nullptr;
-  Formation f = rendezvous_.join(name, rank, size, deadline);
-  std::unique_ptr<WorldBackend> runner;
-  if (backend == Backend::Ucx) {
-    runner = UcxWorld::connect(ucx_context, pool_, keys_.worldEpoch(name, f.epoch, "u:"), rank, size, deadline);
-  } else {
-    std::unique_ptr<Communicator> comm = GlooCommunicator::connect(
-        gloo_device_, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank, size, deadline);
-    if (backend == Backend::Nccl) {
-      // The Gloo mesh stays as the world's liveness link; NCCL moves the data.
-      comm = NcclCommunicator::connect(*ncclSupport().plugin, std::move(comm), pool_,
-                                       keys_.worldEpoch(name, f.epoch, "n:"), rank, size, device, deadline);
+  const uint64_t generation = connector_.generation();
+  std::shared_ptr<World> world;
+  try {
+    world = formWorld(name, rank, size, backend, device, deadline);
+  } catch (const Error& e) {
+    // The master changed (or Redis went away) while the world formed: a
+    // member that waited in vain, or gave up, did so because of the store.
+    const Status s = e.status();
+    if (connector_.generation() != generation && (s == Status::Timeout || s == Status::WorldBroken ||
+                                                  s == Status::Backend)) {
+      throw Error(Status::Store, "world '" + name + "': Redis lost its master, or its connection, while the world "
+                                 "formed: " + e.what());
     }
-    runner = std::make_unique<LaneBackend>(std::move(comm));
+    throw;
   }
-  WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
-  auto world = std::make_shared<World>(std::move(id), std::move(runner), *this, cfg_.op_timeout);
   world->start();
   watchdog_->watch(world);
   std::lock_guard<std::mutex> lock(m_);
@@ -181,6 +180,35 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
   MW_LOG(LogLevel::Info, "world %s epoch %llu formed: rank %d of %d", name.c_str(),
          static_cast<unsigned long long>(world->epoch()), rank, size);
   return world.get();
+}
+
+std::shared_ptr<World> Context::formWorld(const std::string& name, int rank, int size, Backend backend, int device,
+                                          Deadline deadline) {
+  std::shared_ptr<UcxContext> ucx_context = backend == Backend::Ucx ? ucx() : nullptr;
+  Formation f = rendezvous_.join(name, rank, size, deadline);
+  std::unique_ptr<WorldBackend> runner;
+  try {
+    if (backend == Backend::Ucx) {
+      runner = UcxWorld::connect(ucx_context, pool_, keys_.worldEpoch(name, f.epoch, "u:"), rank, size, deadline);
+    } else {
+      std::unique_ptr<Communicator> comm = GlooCommunicator::connect(
+          gloo_device_, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank, size, deadline);
+      if (backend == Backend::Nccl) {
+        // The Gloo mesh stays as the world's liveness link; NCCL moves the data.
+        comm = NcclCommunicator::connect(*ncclSupport().plugin, std::move(comm), pool_,
+                                         keys_.worldEpoch(name, f.epoch, "n:"), rank, size, device, deadline);
+      }
+      runner = std::make_unique<LaneBackend>(std::move(comm));
+    }
+    rendezvous_.commit(name, f.epoch, rank, size, deadline);
+  } catch (const std::exception& e) {
+    // Whoever waits for this member, or already holds the world, hears it
+    // gave up, as soon as Redis can take it.
+    watchdog_->giveUp(name, f.epoch, rank, e.what());
+    throw;
+  }
+  WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
+  return std::make_shared<World>(std::move(id), std::move(runner), *this, cfg_.op_timeout);
 }
 
 void Context::destroyWorld(World* w) {

@@ -11,11 +11,12 @@
 #include "core/completion_queue.h"
 #include "core/config.h"
 #include "core/event_queue.h"
-#include "core/keys.h"
+#include "core/store/keys.h"
 #include "core/readiness.h"
-#include "core/redis_pool.h"
-#include "core/rendezvous.h"
-#include "core/watchdog.h"
+#include "core/store/redis_connector.h"
+#include "core/store/redis_pool.h"
+#include "core/store/rendezvous.h"
+#include "core/liveness/watchdog.h"
 #include "core/world.h"
 
 namespace gloo {
@@ -58,9 +59,14 @@ class Context : public WorldOwner {
                    bool announce) override;
 
  private:
+  // The rendezvous, the backend's connections and the commit.
+  std::shared_ptr<World> formWorld(const std::string& name, int rank, int size, Backend backend, int device,
+                                   Deadline deadline);
+
   const Config cfg_;
   const Keys keys_;
   const std::string member_;
+  RedisConnector connector_;
   RedisPool pool_;
   Rendezvous rendezvous_;
   const std::shared_ptr<Readiness> readiness_ = std::make_shared<Readiness>();

@@ -65,6 +65,9 @@ TEST(Cli, HelpAndBadUsage) {
 // error handling) for reference, every payload checked, the JSON rows
 // carrying all four; with UCX_TLS unset the run is named "default".
 TEST(Cli, BenchP2pOnUcxComparesRawUcxGlooAndSharedMemory) {
+#ifndef MW_CLI_HAVE_BENCH
+  GTEST_SKIP() << "mw_bench is not built here (-DMW_BUILD_BENCH=OFF)";
+#endif
   char dir[] = "/tmp/mw-cli-bench-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string json = std::string(dir) + "/p2p.json";

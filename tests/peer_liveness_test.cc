@@ -2,7 +2,7 @@
 // and what does not (a key lost and written again, a stale value, garbage).
 #include <gtest/gtest.h>
 
-#include "core/peer_liveness.h"
+#include "core/liveness/peer_liveness.h"
 
 namespace {
 
@@ -71,6 +71,15 @@ TEST_F(PeerLivenessTest, AVerdictAllowsAQuarterIntervalOfJitterAndNoMore) {
   EXPECT_FALSE(live_.overdue("peer", std::string_view(beat(3)), read));
   EXPECT_FALSE(live_.overdue("peer", std::string_view(beat(3)), read + 974ms));
   EXPECT_TRUE(live_.overdue("peer", std::string_view(beat(3)), read + 975ms));
+}
+
+TEST_F(PeerLivenessTest, ARestartGivesEveryPeerAFullTimeoutAgain) {
+  EXPECT_FALSE(tick(beat(9)));
+  for (int i = 0; i < 8; ++i) EXPECT_FALSE(tick(std::nullopt));
+  // A failover: what the old master showed says nothing any more.
+  live_.restart(t_);
+  for (int i = 0; i < 9; ++i) EXPECT_FALSE(tick(beat(8)));  // the new master lags: an older beat is not new
+  EXPECT_TRUE(tick(beat(8)));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Runs against a real redis-server (from PATH) on a unix socket in a fresh
 // temporary directory.
-#include "core/redis_connection.h"
+#include "core/store/redis_connection.h"
 
 #include <gtest/gtest.h>
 #include <fcntl.h>

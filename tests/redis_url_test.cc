@@ -1,4 +1,4 @@
-#include "core/redis_url.h"
+#include "core/store/redis_url.h"
 
 #include <gtest/gtest.h>
 
@@ -158,6 +158,55 @@ TEST(RedisUrl, UnixWithPassword) {
   EXPECT_EQ(v.password, "pw");
 }
 
+TEST(RedisUrl, Sentinel) {
+  RedisUrl u = parseRedisUrl("redis+sentinel://u:p%40ss@10.0.0.1:26380,sentinel-b,[::1]:5000/mymaster/4");
+  EXPECT_EQ(u.kind, Kind::Sentinel);
+  ASSERT_EQ(u.sentinels.size(), 3u);
+  EXPECT_EQ(u.sentinels[0].host, "10.0.0.1");
+  EXPECT_EQ(u.sentinels[0].port, 26380);
+  EXPECT_EQ(u.sentinels[1].host, "sentinel-b");
+  EXPECT_EQ(u.sentinels[1].port, 26379);  // the sentinel port by default
+  EXPECT_EQ(u.sentinels[2].host, "::1");
+  EXPECT_EQ(u.sentinels[2].port, 5000);
+  EXPECT_EQ(u.master_name, "mymaster");
+  EXPECT_EQ(u.user, "u");
+  EXPECT_EQ(u.password, "p@ss");
+  EXPECT_EQ(u.db, 4);
+  EXPECT_EQ(parseRedisUrl("redis+sentinel://h/m").db, 0);
+  EXPECT_EQ(parseRedisUrl("redis+sentinel://h/m/").db, 0);
+  EXPECT_EQ(parseRedisUrl("REDIS+SENTINEL://h/m").master_name, "m");
+}
+
+TEST(RedisUrl, SentinelMasterKeepsCredentialsAndDb) {
+  RedisUrl m = parseRedisUrl("redis+sentinel://u:pw@h1,h2/mymaster/2").master(HostPort{"10.1.2.3", 6390});
+  EXPECT_EQ(m.kind, Kind::Tcp);
+  EXPECT_EQ(m.host, "10.1.2.3");
+  EXPECT_EQ(m.port, 6390);
+  EXPECT_EQ(m.user, "u");
+  EXPECT_EQ(m.password, "pw");
+  EXPECT_EQ(m.db, 2);
+  EXPECT_EQ(m.redacted(), "redis://u:***@10.1.2.3:6390/2");
+}
+
+TEST(RedisUrl, SentinelRejects) {
+  EXPECT_NE(parseError("redis+sentinel://h:26379").find("no master name"), std::string::npos);
+  EXPECT_NE(parseError("redis+sentinel://h:26379/").find("no master name"), std::string::npos);
+  EXPECT_NE(parseError("redis+sentinel:///m").find("empty sentinel address"), std::string::npos);
+  EXPECT_NE(parseError("redis+sentinel://a,,b/m").find("empty sentinel address"), std::string::npos);
+  EXPECT_NE(parseError("redis+sentinel://a,/m").find("empty sentinel address"), std::string::npos);
+  EXPECT_NE(parseError("redis+sentinel://h/m*x").find("master name"), std::string::npos);
+  EXPECT_NE(parseError("redis+sentinel://h/" + std::string(129, 'm')).find("master name"), std::string::npos);
+  EXPECT_NE(parseError("redis+sentinel://h:0/m").find("port"), std::string::npos);
+  EXPECT_NE(parseError("redis+sentinel://h/m/x").find("db"), std::string::npos);
+  EXPECT_NE(parseError("redis+sentinel://h/m/1/2").find("db"), std::string::npos);
+  parseError("redis+sentinel://h/m?db=1");
+  parseError("redis+sentinel://[::1/m");
+  std::string many = "redis+sentinel://";
+  for (int i = 0; i < 17; ++i) many += (i ? ",h" : "h") + std::to_string(i);
+  EXPECT_NE(parseError(many + "/m").find("more than 16 sentinels"), std::string::npos);
+  EXPECT_EQ(parseError("redis+sentinel://:hunter2@h").find("hunter2"), std::string::npos);
+}
+
 TEST(RedisUrl, SchemeIsCaseInsensitive) {
   EXPECT_EQ(parseRedisUrl("REDIS://h").host, "h");
   EXPECT_EQ(parseRedisUrl("Unix:///x").path, "/x");
@@ -239,11 +288,13 @@ TEST(RedisUrl, Redacted) {
             "unix://:***@/a/b.sock");
   EXPECT_EQ(parseRedisUrl("redis://u%40x:p%40ss@h").redacted(),
             "redis://u%40x:***@h:6379");
+  EXPECT_EQ(parseRedisUrl("redis+sentinel://:hunter2@a,[::1]:7/m/3").redacted(),
+            "redis+sentinel://:***@a:26379,[::1]:7/m/3");
 }
 
 TEST(RedisUrl, RedactedRoundTrips) {
-  for (const char* url : {"redis://h:1/3", "redis://[::1]:6379",
-                          "unix:///a/b.sock?db=2", "redis://u%40x@h:5"}) {
+  for (const char* url : {"redis://h:1/3", "redis://[::1]:6379", "unix:///a/b.sock?db=2", "redis://u%40x@h:5",
+                          "redis+sentinel://u@a:1,b/m/2"}) {
     RedisUrl a = parseRedisUrl(url);
     RedisUrl b = parseRedisUrl(a.redacted());
     EXPECT_EQ(a.kind, b.kind);
@@ -252,6 +303,9 @@ TEST(RedisUrl, RedactedRoundTrips) {
     EXPECT_EQ(a.path, b.path);
     EXPECT_EQ(a.user, b.user);
     EXPECT_EQ(a.db, b.db);
+    EXPECT_EQ(a.master_name, b.master_name);
+    ASSERT_EQ(a.sentinels.size(), b.sentinels.size());
+    for (size_t i = 0; i < a.sentinels.size(); ++i) EXPECT_EQ(a.sentinels[i].text(), b.sentinels[i].text());
   }
 }
 

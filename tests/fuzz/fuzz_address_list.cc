@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "core/redis_values.h"
+#include "core/store/redis_values.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);

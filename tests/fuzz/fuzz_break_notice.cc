@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/capped_text.h"
-#include "core/redis_values.h"
+#include "core/store/redis_values.h"
 
 namespace {
 

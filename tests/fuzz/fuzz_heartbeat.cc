@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/redis_values.h"
+#include "core/store/redis_values.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

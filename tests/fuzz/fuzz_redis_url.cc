@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/redis_url.h"
+#include "core/store/redis_url.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string url(reinterpret_cast<const char*>(data), size);
@@ -23,7 +23,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const mw::RedisUrl again = mw::parseRedisUrl(parsed.redacted());
   if (again.kind != parsed.kind || again.host != parsed.host || again.port != parsed.port ||
       again.path != parsed.path || again.db != parsed.db || again.user != parsed.user ||
-      again.password != (parsed.password.empty() ? "" : "***")) {
+      again.password != (parsed.password.empty() ? "" : "***") || again.master_name != parsed.master_name ||
+      again.sentinels.size() != parsed.sentinels.size()) {
+    std::abort();
+  }
+  for (size_t i = 0; i < parsed.sentinels.size(); ++i) {
+    if (again.sentinels[i].text() != parsed.sentinels[i].text()) std::abort();
+  }
+  if (parsed.kind == mw::RedisUrl::Kind::Sentinel && (parsed.sentinels.empty() || parsed.master_name.empty())) {
     std::abort();
   }
   return 0;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/capped_text.h"
-#include "core/redis_values.h"
+#include "core/store/redis_values.h"
 
 namespace {
 

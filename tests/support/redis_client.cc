@@ -18,6 +18,18 @@ RedisClient::RedisClient(const std::string& socket, const std::string& user, con
   }
 }
 
+RedisClient::RedisClient(int port, const std::string& password) {
+  const timeval tv{2, 0};
+  c_ = redisConnectWithTimeout("127.0.0.1", port, tv);
+  if (ok()) redisSetTimeout(c_, tv);
+  if (!ok() || password.empty()) return;
+  auto r = cmd({"AUTH", password});
+  if (!r || r->type == REDIS_REPLY_ERROR) {
+    redisFree(c_);
+    c_ = nullptr;
+  }
+}
+
 RedisClient::~RedisClient() {
   if (c_) redisFree(c_);
 }

@@ -22,6 +22,8 @@ class RedisClient {
  public:
   // Over the unix socket; AUTH with user and password when a password is given.
   explicit RedisClient(const std::string& socket, const std::string& user = "", const std::string& password = "");
+  // Over TCP to 127.0.0.1:port (a server of a SentinelGroup, or a sentinel).
+  RedisClient(int port, const std::string& password);
   ~RedisClient();
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_main.h"
+#include "tools/multiworld/bench_runner.h"
 #include "tools/multiworld/demo.h"
 #include "tools/multiworld/demo_stage.h"
 #include "tools/multiworld/status.h"
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
     if (cmd == "demo") return demo(args);
     if (cmd == "__demo-stage") return demoStage(args);
     if (cmd == "status") return status(args);
-    if (cmd == "bench") return mwbench::benchMain(argc - 1, argv + 1);
+    if (cmd == "bench") return mwcli::runBench(selfExe(), argc - 2, argv + 2);
     return usageError("unknown command '" + cmd + "'");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "multiworld %s: %s\n", cmd.c_str(), e.what());

@@ -11,7 +11,7 @@
 #include "core/backends/gloo/gloo_collectives.h"
 #include "core/backends/gloo/gloo_store.h"
 #include "core/error.h"
-#include "core/redis_values.h"
+#include "core/store/redis_values.h"
 #include "core/signals.h"
 
 namespace mw {
@@ -44,7 +44,7 @@ std::shared_ptr<gloo::transport::Device> makeGlooDevice(const std::string& bind_
 std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
     const std::shared_ptr<gloo::transport::Device>& device, RedisPool& pool,
     const std::string& store_prefix, int rank, int size, Deadline deadline) {
-  GlooStore store(pool, store_prefix, size, deadline);
+  KvStore store(pool, store_prefix, size, deadline);
   // Gloo reads each rank's address list under the rank's number; a list
   // that is not one is bad data in Redis, caught before Gloo parses it.
   const size_t address_bytes = gloo::transport::tcp::Address().bytes().size();
@@ -56,7 +56,8 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
   ctx->setTimeout(std::max(remaining(deadline), std::chrono::milliseconds(1)));
   try {
     auto dev = device;
-    ctx->connectFullMesh(store, dev);
+    GlooStore gloo_store(store);
+    ctx->connectFullMesh(gloo_store, dev);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

@@ -10,7 +10,7 @@
 #include "core/backends/gloo/gloo_link.h"
 #include "core/backends/gloo/gloo_p2p.h"
 #include "core/communicator.h"
-#include "core/redis_pool.h"
+#include "core/store/redis_pool.h"
 
 namespace mw {
 

@@ -1,44 +1,30 @@
-// Gloo's rendezvous store over our Redis client, scoped to one world epoch.
-// Waiting blocks on a per-key signal list (core/redis_signal.h) that set()
-// gives one token, whatever the world's size, so nothing polls.
+// Gloo's rendezvous store, over the key-value store every backend shares.
 #pragma once
 
 #include <chrono>
-#include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
 #include <gloo/rendezvous/store.h>
 
-#include "core/deadline.h"
-#include "core/redis_pool.h"
+#include "core/store/kv_store.h"
 
 namespace mw {
 
 class GlooStore : public gloo::rendezvous::Store {
  public:
-  // `world_size` is not needed by the signalling; it stays in the
-  // signature the backends share.
-  GlooStore(RedisPool& pool, std::string prefix, int /*world_size*/, Deadline deadline)
-      : pool_(pool), prefix_(std::move(prefix)), deadline_(deadline) {}
+  explicit GlooStore(KvStore& kv) : kv_(kv) {}
 
-  // Checks every value get() reads: "" accepts it, anything else is why
-  // not, and get() throws Error(Store) naming the key.
-  using Check = std::function<std::string(const std::string& key, const std::vector<char>& value)>;
-  void checkValuesWith(Check check) { check_ = std::move(check); }
-
-  void set(const std::string& key, const std::vector<char>& data) override;
-  std::vector<char> get(const std::string& key) override;
-  void wait(const std::vector<std::string>& keys) override;
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds&) override;
+  void set(const std::string& key, const std::vector<char>& data) override { kv_.set(key, data); }
+  std::vector<char> get(const std::string& key) override { return kv_.get(key); }
+  // Every wait is bounded by the world creation's deadline, whatever Gloo asks for.
+  void wait(const std::vector<std::string>& keys) override {
+    for (const auto& k : keys) kv_.get(k);
+  }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds&) override { wait(keys); }
 
  private:
-  RedisPool& pool_;
-  const std::string prefix_;
-  const Deadline deadline_;  // the world creation's, whatever Gloo asks for
-  std::map<std::string, std::vector<char>> seen_;
-  Check check_;
+  KvStore& kv_;
 };
 
 }  // namespace mw

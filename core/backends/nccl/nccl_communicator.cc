@@ -7,10 +7,10 @@
 
 #include <pthread.h>
 
-#include "core/backends/gloo/gloo_store.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/signals.h"
+#include "core/store/kv_store.h"
 
 namespace mw {
 
@@ -60,7 +60,7 @@ class NcclOp : public PendingOp {
 
 std::vector<char> exchangeId(const mwn_plugin& plugin, RedisPool& pool, const std::string& prefix, int rank,
                              int size, int device, Deadline deadline) {
-  GlooStore store(pool, prefix, size, deadline);
+  KvStore store(pool, prefix, size, deadline);
   if (rank == 0) {
     std::vector<char> id(MW_NCCL_UNIQUE_ID_BYTES);
     char err[kErrLen] = "";

@@ -16,7 +16,7 @@
 
 #include "core/backends/nccl/nccl_plugin_abi.h"
 #include "core/communicator.h"
-#include "core/redis_pool.h"
+#include "core/store/redis_pool.h"
 
 namespace mw {
 

@@ -1,6 +1,6 @@
 #include "core/backends/ucx/ucx_world.h"
 
-#include "core/backends/gloo/gloo_store.h"
+#include "core/store/kv_store.h"
 #include "core/backends/ucx/ucx_collective.h"
 #include "core/backends/ucx/ucx_links.h"
 #include "core/backends/ucx/ucx_op.h"
@@ -67,7 +67,7 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
   UcxPeerInfo self = thisProcess();
   self.address = ucx->engine()->address();
   self.world_id = id;
-  GlooStore store(pool, store_prefix, size, deadline);
+  KvStore store(pool, store_prefix, size, deadline);
   const std::string mine = encodePeerInfo(self);
   store.set(std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
   std::vector<UcxPeerInfo> infos(static_cast<size_t>(size));

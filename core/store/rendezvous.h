@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/deadline.h"
-#include "core/keys.h"
-#include "core/redis_pool.h"
+#include "core/store/keys.h"
+#include "core/store/redis_pool.h"
 
 namespace mw {
 
@@ -28,6 +28,13 @@ class Rendezvous {
   // the world's keys that is not the library's, naming the key). The work
   // it does in Redis is bounded by `size`, whatever Redis holds.
   Formation join(const std::string& world, int rank, int size, Deadline deadline);
+
+  // Once this member's transport is up: the world is formed when every
+  // member has committed, so no member returns a world that another gave
+  // up on. Throws Error: Store (the incarnation is gone from Redis, as
+  // after a failover that lost it), WorldBroken (a member gave up before
+  // it formed: its reason), Timeout.
+  void commit(const std::string& world, uint64_t epoch, int rank, int size, Deadline deadline);
 
   // Withdraws a claim after a failed join; best effort.
   void leave(const std::string& world, uint64_t epoch, int rank) noexcept;

@@ -1,7 +1,7 @@
-#include "core/peer_liveness.h"
+#include "core/liveness/peer_liveness.h"
 
 #include "core/capped_text.h"
-#include "core/redis_values.h"
+#include "core/store/redis_values.h"
 
 namespace mw {
 
@@ -36,6 +36,10 @@ std::string PeerLiveness::describe(int rank, const std::string& member, std::opt
          " ms by this member's clock (heartbeat_timeout_ms=" + std::to_string(timeout_.count()) +
          "): the last new one read was " +
          (peer.beat > 0 ? "beat " + std::to_string(peer.beat) : std::string("none")) + ", and " + found;
+}
+
+void PeerLiveness::restart(Clock::time_point at) {
+  for (auto& [member, peer] : peers_) peer.changed = at;
 }
 
 void PeerLiveness::retain(const std::set<std::string>& members) {

@@ -1,4 +1,4 @@
-#include "core/redis_signal.h"
+#include "core/store/redis_signal.h"
 
 #include <cstdio>
 

@@ -69,7 +69,7 @@ std::string formatBreakNotice(const BreakNotice& n);
 std::optional<BreakMarker> parseBreakMarker(std::string_view text);
 std::optional<BreakNotice> parseBreakNotice(std::string_view text);
 
-// The rendezvous join script's reply (core/rendezvous.cc), element by
+// The rendezvous join script's reply (core/store/rendezvous.cc), element by
 // element: {"ok", epoch} | {"size", message} | {"taken", holder, epoch} |
 // {"corrupt", key, field, value}.
 struct JoinReply {

@@ -1,4 +1,4 @@
-#include "core/redis_url.h"
+#include "core/store/redis_url.h"
 
 #include <cctype>
 #include <string>
@@ -10,6 +10,9 @@ namespace mw {
 namespace {
 
 constexpr int kMaxDb = 1 << 20;  // exclusive
+constexpr size_t kMaxSentinels = 16;
+constexpr size_t kMaxMasterName = 128;
+constexpr int kSentinelPort = 26379;
 
 [[noreturn]] void bad(const std::string& url, const std::string& why) {
   throw Error(Status::InvalidArgument,
@@ -130,63 +133,112 @@ bool validIpv6(const std::string& h) {
   return pct == std::string::npos || pct + 1 < h.size();
 }
 
-void parseTcp(const std::string& url, const std::string& rest,
-              RedisUrl* out) {
-  // rest = [userinfo@]host[:port][/db]
-  std::string hostport = rest;
-  size_t at = rest.rfind('@');
-  if (at != std::string::npos) {
-    parseUserinfo(url, rest.substr(0, at), out);
-    hostport = rest.substr(at + 1);
-  }
-  std::string dbPart;
-  bool haveDbPart = false;
-  size_t slash = hostport.find('/');
-  if (slash != std::string::npos) {
-    dbPart = hostport.substr(slash + 1);
-    hostport.resize(slash);
-    haveDbPart = true;
-  }
-  if (hostport.find_first_of("?#") != std::string::npos)
-    bad(url, "unexpected characters after host");
-
+// text = host[:port], host an IPv6 address in brackets or a name.
+void parseHostPort(const std::string& url, const std::string& text, HostPort* out) {
   std::string portPart;
   bool havePort = false;
-  if (!hostport.empty() && hostport[0] == '[') {
-    size_t close = hostport.find(']');
+  if (!text.empty() && text[0] == '[') {
+    size_t close = text.find(']');
     if (close == std::string::npos) bad(url, "unterminated '[' in host");
-    out->host = hostport.substr(1, close - 1);
+    out->host = text.substr(1, close - 1);
     if (out->host.empty()) bad(url, "empty host");
     if (!validIpv6(out->host)) bad(url, "invalid IPv6 address in host");
-    std::string after = hostport.substr(close + 1);
+    std::string after = text.substr(close + 1);
     if (!after.empty()) {
       if (after[0] != ':') bad(url, "unexpected characters after ']'");
       portPart = after.substr(1);
       havePort = true;
     }
   } else {
-    size_t colon = hostport.find(':');
-    out->host = hostport.substr(0, colon);
+    size_t colon = text.find(':');
+    out->host = text.substr(0, colon);
     if (colon != std::string::npos) {
-      portPart = hostport.substr(colon + 1);
+      portPart = text.substr(colon + 1);
       havePort = true;
     }
     if (out->host.empty()) bad(url, "empty host");
     for (char c : out->host)
       if (!validHostChar(c)) bad(url, "invalid character in host");
   }
-
   if (havePort) {
     if (!allDigits(portPart)) bad(url, "port must be numeric");
     if (!parseBoundedInt(portPart, 1, 65535, &out->port))
       bad(url, "port out of range 1..65535");
   }
+}
 
+// rest = [userinfo@]authority[/path]: the userinfo goes to `out`, the
+// authority and the path (without its '/') are returned.
+std::pair<std::string, std::string> splitUserinfo(const std::string& url, const std::string& rest, bool* havePath,
+                                                  RedisUrl* out) {
+  std::string authority = rest;
+  size_t at = rest.rfind('@');
+  if (at != std::string::npos) {
+    parseUserinfo(url, rest.substr(0, at), out);
+    authority = rest.substr(at + 1);
+  }
+  std::string path;
+  size_t slash = authority.find('/');
+  *havePath = slash != std::string::npos;
+  if (*havePath) {
+    path = authority.substr(slash + 1);
+    authority.resize(slash);
+  }
+  return {authority, path};
+}
+
+void parseTcp(const std::string& url, const std::string& rest,
+              RedisUrl* out) {
+  // rest = [userinfo@]host[:port][/db]
+  bool haveDbPart = false;
+  auto [hostport, dbPart] = splitUserinfo(url, rest, &haveDbPart, out);
+  if (hostport.find_first_of("?#") != std::string::npos)
+    bad(url, "unexpected characters after host");
+  HostPort hp{out->host, out->port};
+  parseHostPort(url, hostport, &hp);
+  out->host = hp.host;
+  out->port = hp.port;
   if (haveDbPart) {
     if (dbPart.find_first_of("?#") != std::string::npos)
       bad(url, "unexpected characters after db");
     if (!dbPart.empty()) parseDb(url, dbPart, &out->db);  // "host/" = db 0
   }
+}
+
+bool validMasterName(const std::string& name) {
+  if (name.empty() || name.size() > kMaxMasterName) return false;
+  for (char c : name)
+    if (!validHostChar(c)) return false;
+  return true;
+}
+
+void parseSentinel(const std::string& url, const std::string& rest, RedisUrl* out) {
+  // rest = [userinfo@]host[:port][,host[:port]...]/MASTER_NAME[/db]
+  bool havePath = false;
+  auto [hosts, path] = splitUserinfo(url, rest, &havePath, out);
+  if (hosts.find_first_of("?#") != std::string::npos || path.find_first_of("?#") != std::string::npos)
+    bad(url, "unexpected '?' or '#'");
+  for (size_t start = 0;;) {
+    size_t comma = hosts.find(',', start);
+    std::string one = hosts.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (one.empty()) bad(url, "empty sentinel address");
+    if (out->sentinels.size() == kMaxSentinels)
+      bad(url, "more than " + std::to_string(kMaxSentinels) + " sentinels");
+    HostPort hp{"", kSentinelPort};
+    parseHostPort(url, one, &hp);
+    out->sentinels.push_back(hp);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (!havePath || path.empty())
+    bad(url, "no master name (redis+sentinel://host:26379[,host:port...]/MASTER_NAME[/db])");
+  size_t slash = path.find('/');
+  out->master_name = path.substr(0, slash);
+  if (!validMasterName(out->master_name))
+    bad(url, "master name must be 1.." + std::to_string(kMaxMasterName) + " chars of [A-Za-z0-9._-]");
+  if (slash != std::string::npos && slash + 1 < path.size()) parseDb(url, path.substr(slash + 1), &out->db);
+  out->host.clear();
+  out->port = 0;
 }
 
 void parseUnix(const std::string& url, const std::string& rest,
@@ -233,6 +285,20 @@ std::string redactRedisUrlString(const std::string& url) {
   return url;  // user name only: nothing secret
 }
 
+std::string HostPort::text() const {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+RedisUrl RedisUrl::master(const HostPort& at) const {
+  RedisUrl m = *this;
+  m.kind = Kind::Tcp;
+  m.host = at.host;
+  m.port = at.port;
+  m.sentinels.clear();
+  m.master_name.clear();
+  return m;
+}
+
 std::string RedisUrl::redacted() const {
   std::string userinfo;
   if (!user.empty() || !password.empty()) {
@@ -245,8 +311,14 @@ std::string RedisUrl::redacted() const {
     if (db != 0) s += "?db=" + std::to_string(db);
     return s;
   }
-  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  std::string s = "redis://" + userinfo + h + ":" + std::to_string(port);
+  if (kind == Kind::Sentinel) {
+    std::string s = "redis+sentinel://" + userinfo;
+    for (size_t i = 0; i < sentinels.size(); ++i) s += (i ? "," : "") + sentinels[i].text();
+    s += "/" + master_name;
+    if (db != 0) s += "/" + std::to_string(db);
+    return s;
+  }
+  std::string s = "redis://" + userinfo + HostPort{host, port}.text();
   if (db != 0) s += "/" + std::to_string(db);
   return s;
 }
@@ -266,8 +338,11 @@ RedisUrl parseRedisUrl(const std::string& url) {
   } else if (startsWithNoCase(url, "unix://")) {
     out.kind = RedisUrl::Kind::Unix;
     parseUnix(url, url.substr(7), &out);
+  } else if (startsWithNoCase(url, "redis+sentinel://")) {
+    out.kind = RedisUrl::Kind::Sentinel;
+    parseSentinel(url, url.substr(17), &out);
   } else {
-    bad(url, "unsupported scheme (expected redis:// or unix://)");
+    bad(url, "unsupported scheme (expected redis://, unix:// or redis+sentinel://)");
   }
   return out;
 }

@@ -1,12 +1,12 @@
-#include "core/backends/gloo/gloo_store.h"
+#include "core/store/kv_store.h"
 
 #include "core/capped_text.h"
 #include "core/error.h"
-#include "core/redis_signal.h"
+#include "core/store/redis_signal.h"
 
 namespace mw {
 
-void GlooStore::set(const std::string& key, const std::vector<char>& data) {
+void KvStore::set(const std::string& key, const std::vector<char>& data) {
   auto ttl = std::to_string((remaining(deadline_) + std::chrono::seconds(30)).count());
   auto conn = pool_.lease();
   std::string full = prefix_ + key;
@@ -17,12 +17,12 @@ void GlooStore::set(const std::string& key, const std::vector<char>& data) {
   for (int i = 0; i < 3; ++i) {
     auto r = conn->readReply();
     if (replyIsError(r.get())) {
-      throw Error(Status::Store, "gloo rendezvous set of " + full + ": " + cappedText(replyString(r.get())));
+      throw Error(Status::Store, "rendezvous set of " + full + ": " + cappedText(replyString(r.get())));
     }
   }
 }
 
-std::vector<char> GlooStore::get(const std::string& key) {
+std::vector<char> KvStore::get(const std::string& key) {
   auto cached = seen_.find(key);
   if (cached != seen_.end()) return cached->second;
   std::string full = prefix_ + key;
@@ -37,7 +37,7 @@ std::vector<char> GlooStore::get(const std::string& key) {
       return value;
     }
     if (replyIsError(r.get())) {
-      throw Error(Status::Store, "gloo rendezvous get of " + full + ": " + cappedText(replyString(r.get())));
+      throw Error(Status::Store, "rendezvous get of " + full + ": " + cappedText(replyString(r.get())));
     }
     // set() writes the value before the token, so a token without a value
     // is not ours: waiting again would spin on it.
@@ -48,14 +48,6 @@ std::vector<char> GlooStore::get(const std::string& key) {
       throw Error(Status::Timeout, "timed out waiting for a peer's transport address (" + key + ")");
     }
   }
-}
-
-void GlooStore::wait(const std::vector<std::string>& keys) {
-  for (const auto& k : keys) get(k);
-}
-
-void GlooStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds&) {
-  wait(keys);
 }
 
 }  // namespace mw

@@ -1,4 +1,4 @@
-#include "core/redis_connection.h"
+#include "core/store/redis_connection.h"
 
 #include <poll.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-#include "core/redis_values.h"
+#include "core/store/redis_values.h"
 
 #include <sys/socket.h>
 

@@ -37,6 +37,10 @@ class PeerLiveness {
   std::string describe(int rank, const std::string& member, std::optional<std::string_view> value,
                        Clock::time_point at) const;
 
+  // Judges every known peer from `at` on, as if each had just been seen:
+  // after a failover, what the old master last showed says nothing.
+  void restart(Clock::time_point at);
+
   // Forgets peers not in `members`.
   void retain(const std::set<std::string>& members);
 

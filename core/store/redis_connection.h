@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/redis_url.h"
+#include "core/store/redis_url.h"
 
 namespace mw {
 

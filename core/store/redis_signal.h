@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "core/redis_connection.h"
+#include "core/store/redis_connection.h"
 
 namespace mw {
 

@@ -1,4 +1,4 @@
-#include "bench/private_redis.h"
+#include "tools/common/private_redis.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace mwbench {
+namespace mwtools {
 namespace {
 
 bool answersPing(const std::string& path) {
@@ -81,4 +81,4 @@ void PrivateRedis::stop() {
   unlink(socket_.c_str());
 }
 
-}  // namespace mwbench
+}  // namespace mwtools

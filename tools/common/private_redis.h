@@ -1,5 +1,5 @@
 // A private redis-server on a unix socket in a directory the caller owns,
-// for the benchmarks and the CLI: started on construction (it dies with this
+// for the benchmarks and the `multiworld` tool: started on construction (it dies with this
 // process), stopped on destruction.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace mwbench {
+namespace mwtools {
 
 class PrivateRedis {
  public:
@@ -26,4 +26,4 @@ class PrivateRedis {
   pid_t pid_ = -1;
 };
 
-}  // namespace mwbench
+}  // namespace mwtools

@@ -1,0 +1,49 @@
+// The break notices this process owes the other members, and what each
+// leaves in Redis: a durable marker under the incarnation's "broken" key
+// (for members cut off from pub/sub right now), the world's meta record
+// marked broken (for `multiworld status`), then a message on the
+// namespace's events channel. A member that leaves a healthy incarnation
+// records only that, in the meta record; one that gives up on an
+// incarnation still forming also fails the rendezvous' commit
+// (core/store/rendezvous.h) for the others.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+
+#include "core/store/keys.h"
+#include "core/store/redis_connection.h"
+
+namespace mw {
+
+struct Notice {
+  std::string world;
+  uint64_t epoch = 0;
+  int detector = 0;  // this member's rank
+  int peer = -1;     // the rank blamed, -1 if unknown
+  std::string detail;
+  bool left = false;  // the member left a healthy incarnation: meta state only
+  // The member gave up on an incarnation it joined before it formed: the
+  // break also releases the members waiting for it to form.
+  bool gave_up = false;
+};
+
+class NoticeQueue {
+ public:
+  // From any thread. Keeps the newest notices when too many wait.
+  void push(Notice n);
+
+  // Sends everything queued in one pipeline on `conn`. When the
+  // connection fails, every notice stays queued, in order, for the next
+  // connection, and the error is rethrown.
+  void deliver(RedisConnection& conn, const Keys& keys, std::chrono::milliseconds marker_ttl);
+
+ private:
+  std::mutex m_;
+  std::deque<Notice> queue_;
+};
+
+}  // namespace mw

@@ -1,0 +1,295 @@
+#include "core/liveness/watchdog.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "core/capped_text.h"
+#include "core/error.h"
+#include "core/liveness/heartbeat_round.h"
+#include "core/signals.h"
+#include "core/store/redis_values.h"
+#include "core/world.h"
+
+namespace mw {
+namespace {
+
+constexpr int kRefreshEveryTicks = 10;
+
+std::string hostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+long long unixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::chrono::milliseconds worldKeyTtl(const Config& cfg) {
+  return std::max<std::chrono::milliseconds>(std::chrono::seconds(60), cfg.heartbeat_timeout * 10);
+}
+
+}  // namespace
+
+Watchdog::Watchdog(const Config& cfg, RedisConnector& connector, const Keys& keys, std::string member_id,
+                   EventQueue& events)
+    : cfg_(cfg),
+      keys_(keys),
+      member_(std::move(member_id)),
+      host_(hostName()),
+      link_(cfg_, connector, keys_, events),
+      liveness_(cfg.heartbeat_timeout, cfg.heartbeat_interval) {
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) throw Error(Status::Internal, "eventfd failed");
+  try {
+    connect();
+  } catch (...) {
+    ::close(wake_fd_);
+    throw;
+  }
+  last_tick_ = Clock::now();
+  SigpipeBlockedForNewThreads no_sigpipe;
+  thread_ = std::thread([this] { run(); });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    stop_ = true;
+  }
+  wakeUp();
+  thread_.join();
+  // Notices of worlds destroyed on the way out still go out; a clean exit
+  // also takes our heartbeat with us, so peers need not wait for its TTL
+  // before they may take over ranks this process claimed.
+  if (link_.connected()) {
+    try {
+      notices_.deliver(link_.commands(), keys_, worldKeyTtl(cfg_));
+      link_.commands().command({"DEL", keys_.heartbeat(member_)});
+    } catch (...) {
+    }
+  }
+  ::close(wake_fd_);
+}
+
+void Watchdog::watch(const std::shared_ptr<World>& w) {
+  std::lock_guard<std::mutex> lock(m_);
+  worlds_[w.get()] = Watched{w, w->name(), w->epoch(), w->rank(), w->members(), std::nullopt};
+}
+
+void Watchdog::unwatch(const World* w) {
+  std::lock_guard<std::mutex> lock(m_);
+  worlds_.erase(w);
+}
+
+void Watchdog::announce(const World& w, int peer_rank, const std::string& detail) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    auto it = worlds_.find(&w);
+    if (it != worlds_.end() && !it->second.broken) it->second.broken = BreakMarker{peer_rank, w.rank(), detail};
+  }
+  notices_.push(Notice{w.name(), w.epoch(), w.rank(), peer_rank, detail});
+  wakeUp();
+}
+
+void Watchdog::giveUp(const std::string& world, uint64_t epoch, int rank, const std::string& why) {
+  Notice n{world, epoch, rank, rank, "rank " + std::to_string(rank) + " gave up joining: " + why};
+  n.gave_up = true;
+  notices_.push(std::move(n));
+  wakeUp();
+}
+
+void Watchdog::announceAgain() {
+  std::lock_guard<std::mutex> lock(m_);
+  for (const auto& [ptr, w] : worlds_) {
+    if (w.broken) notices_.push(Notice{w.name, w.epoch, w.broken->detector, w.broken->peer, w.broken->detail});
+  }
+}
+
+void Watchdog::recordLeft(const World& w) {
+  notices_.push(Notice{w.name(), w.epoch(), w.rank(), w.rank(), "", true});
+  wakeUp();
+}
+
+// The beat counts refreshes, so every value differs from the last; host,
+// pid and time are for people reading Redis (multiworld status).
+std::string Watchdog::heartbeatValue() {
+  return formatHeartbeat(Heartbeat{++beat_, host_, static_cast<long long>(getpid()), unixMs()});
+}
+
+void Watchdog::wakeUp() {
+  uint64_t one = 1;
+  ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  (void)n;  // a full counter already means "wake up"
+}
+
+void Watchdog::connect() {
+  StoreLink::Connected how = link_.connect([this](RedisConnection& cmd) {
+    auto hb = cmd.command({"SET", keys_.heartbeat(member_), heartbeatValue(), "PX",
+                           std::to_string(cfg_.heartbeat_timeout.count())});
+    if (replyIsError(hb.get())) throw Error(Status::Store, "heartbeat failed: " + cappedText(replyString(hb.get())));
+  });
+  // After an outage (Redis may have restarted empty) peers need time to
+  // write their heartbeats again; they come back up to one pause after
+  // us, and write within one interval of that.
+  const auto now = Clock::now();
+  judge_after_ = now + StoreLink::maxPause(cfg_) + 2 * cfg_.heartbeat_interval;
+  // A new master: peers find it through the sentinels, each in its own
+  // time; none is judged on what the old master last showed.
+  if (how.master_changed) liveness_.restart(now);
+  // Markers written to a master that has since gone may be lost.
+  if (how.ended_outage) announceAgain();
+}
+
+void Watchdog::run() {
+  pthread_setname_np(pthread_self(), "mw-watchdog");
+  Clock::time_point next_tick = Clock::now() + cfg_.heartbeat_interval;
+  for (;;) {
+    auto now = Clock::now();
+    Clock::time_point wake_at = next_tick;
+    if (!link_.connected()) wake_at = std::min(wake_at, link_.nextAttempt());
+    int timeout_ms = static_cast<int>(
+        std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now).count() + 1));
+
+    pollfd fds[3] = {{wake_fd_, POLLIN, 0}, {link_.subscriberFd(), POLLIN, 0}, {link_.sentinelFd(), POLLIN, 0}};
+    int n = ::poll(fds, 3, timeout_ms);
+    if (n > 0 && (fds[0].revents & POLLIN)) {
+      uint64_t v;
+      ssize_t got = ::read(wake_fd_, &v, sizeof v);
+      (void)got;
+    }
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (stop_) return;
+    }
+    try {
+      if (n > 0 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+        const std::string moved = link_.masterMoved();
+        if (!moved.empty() && link_.connected()) link_.lost(moved, true);
+      }
+      if (!link_.connected() && Clock::now() >= link_.nextAttempt()) connect();
+      if (n > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+        for (const auto& payload : link_.messages()) handleNotice(payload);
+      }
+      if (link_.connected()) notices_.deliver(link_.commands(), keys_, worldKeyTtl(cfg_));
+      if (Clock::now() >= next_tick) {
+        if (link_.connected()) tick();
+        link_.keepWatching();
+        last_tick_ = Clock::now();
+        next_tick = std::max(next_tick + cfg_.heartbeat_interval, Clock::now());
+      }
+    } catch (const Error& e) {
+      if (link_.connected()) link_.lost(e.what());
+      else link_.retryLater();
+    }
+  }
+}
+
+void Watchdog::handleNotice(const std::string& payload) {
+  auto notice = parseBreakNotice(payload);
+  if (!notice) return;  // not ours to understand; nothing from Redis may hurt us
+  breakWorlds(notice->world, notice->epoch, notice->marker,
+              "rank " + std::to_string(notice->marker.detector) + " reported the world broken: " + notice->marker.detail,
+              false);
+}
+
+void Watchdog::breakWorlds(const std::string& name, uint64_t epoch, const BreakMarker& marker,
+                           const std::string& detail, bool announce) {
+  std::vector<std::shared_ptr<World>> hit;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    for (auto& [ptr, w] : worlds_) {
+      if (w.name == name && w.epoch == epoch) {
+        // A break heard of from others is theirs to announce now, and ours
+        // to announce again after a failover.
+        if (!announce && !w.broken) w.broken = marker;
+        if (auto sp = w.world.lock()) hit.push_back(std::move(sp));
+      }
+    }
+  }
+  for (auto& w : hit) {
+    int blamed = (marker.peer >= 0 && marker.peer < w->size()) ? marker.peer : -1;
+    w->breakWorld(blamed, detail, announce);
+  }
+}
+
+void Watchdog::tick() {
+  std::vector<Watched> worlds;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    for (auto& [ptr, w] : worlds_) worlds.push_back(w);
+  }
+  std::set<std::string> peers;
+  for (const auto& w : worlds) {
+    for (size_t r = 0; r < w.members.size(); ++r) {
+      if (static_cast<int>(r) != w.rank && w.members[r] != member_) peers.insert(w.members[r]);
+    }
+  }
+
+  HeartbeatRound round;
+  round.heartbeat_key = keys_.heartbeat(member_);
+  round.heartbeat_value = heartbeatValue();
+  round.heartbeat_ttl = cfg_.heartbeat_timeout;
+  for (const auto& m : peers) round.peer_keys.push_back(keys_.heartbeat(m));
+  for (const auto& w : worlds) round.marker_keys.push_back(keys_.worldEpoch(w.name, w.epoch, "broken"));
+  if (++ticks_ % kRefreshEveryTicks == 0) {
+    round.refresh_ttl = worldKeyTtl(cfg_);
+    for (const auto& w : worlds) {
+      round.refresh_keys.push_back(keys_.worldMeta(w.name));
+      round.refresh_keys.push_back(keys_.worldEpoch(w.name, w.epoch, "members"));
+    }
+  }
+  HeartbeatReads reads = runHeartbeatRound(link_.commands(), round);
+
+  auto now = Clock::now();
+  // If this thread itself was held up (CPU starvation, SIGSTOP, a Redis
+  // that stalled for everyone), missing heartbeats say nothing about the
+  // peers yet: give them a moment to write again.
+  if (now - last_tick_ > cfg_.heartbeat_timeout / 2) {
+    judge_after_ = std::max(judge_after_, now + 2 * cfg_.heartbeat_interval);
+  }
+  judgeMarkers(worlds, reads.markers);
+  judgeBeats(worlds, peers, reads.beats, now);
+}
+
+void Watchdog::judgeMarkers(const std::vector<Watched>& worlds,
+                            const std::vector<std::optional<std::string>>& markers) {
+  for (size_t i = 0; i < worlds.size() && i < markers.size(); ++i) {
+    if (!markers[i]) continue;
+    // Any value under the key is a break, even one we cannot read.
+    auto marker = parseBreakMarker(*markers[i]);
+    std::string detail = marker ? "rank " + std::to_string(marker->detector) +
+                                      " reported the world broken: " + marker->detail
+                                : "its break marker in Redis reads '" + cappedText(*markers[i]) + "'";
+    breakWorlds(worlds[i].name, worlds[i].epoch, marker ? *marker : BreakMarker{-1, worlds[i].rank, detail}, detail,
+                false);
+  }
+}
+
+void Watchdog::judgeBeats(const std::vector<Watched>& worlds, const std::set<std::string>& peers,
+                          const std::vector<std::optional<std::string>>& beats, Clock::time_point now) {
+  std::map<std::string, std::optional<std::string_view>> dead;
+  size_t i = 0;
+  for (auto it = peers.begin(); it != peers.end() && i < beats.size(); ++it, ++i) {
+    std::optional<std::string_view> value;
+    if (beats[i]) value = *beats[i];
+    if (liveness_.overdue(*it, value, now) && now >= judge_after_) dead[*it] = value;
+  }
+  liveness_.retain(peers);
+  for (const auto& w : worlds) {
+    for (size_t r = 0; r < w.members.size(); ++r) {
+      auto found = dead.find(w.members[r]);
+      if (static_cast<int>(r) == w.rank || found == dead.end()) continue;
+      breakWorlds(w.name, w.epoch, BreakMarker{static_cast<int>(r), w.rank, ""},
+                  liveness_.describe(static_cast<int>(r), found->first, found->second, now), true);
+      break;
+    }
+  }
+}
+
+}  // namespace mw

@@ -1,0 +1,108 @@
+// The one control-plane thread of a context: refreshes this process's
+// heartbeat, judges the heartbeats of every member of every world it
+// watches (one pipelined round trip per tick for all worlds,
+// core/liveness/heartbeat_round.h), listens for break notices on pub/sub,
+// delivers this process's own (core/liveness/break_notices.h), and rides
+// out Redis outages and Sentinel failovers without breaking anything
+// (core/liveness/store_link.h).
+//
+// After a failover the new master may lack the last heartbeats and break
+// markers written to the old one (replication is asynchronous), and
+// members reach it at different moments. So after a switch no peer is
+// judged until it has had a full heartbeat timeout, from this member's
+// reconnection, to write again; and every break this member knows of is
+// announced again (marker and notice), for members that missed it.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+#include "core/deadline.h"
+#include "core/event_queue.h"
+#include "core/liveness/break_notices.h"
+#include "core/liveness/peer_liveness.h"
+#include "core/liveness/store_link.h"
+#include "core/store/keys.h"
+#include "core/store/redis_connector.h"
+#include "core/store/redis_values.h"
+
+namespace mw {
+
+class World;
+
+class Watchdog {
+ public:
+  // Writes the first heartbeat before returning, so rendezvous can tell
+  // this member is alive. Throws Error(Store) when Redis is unreachable.
+  Watchdog(const Config& cfg, RedisConnector& connector, const Keys& keys, std::string member_id,
+           EventQueue& events);
+  ~Watchdog();
+
+  void watch(const std::shared_ptr<World>& w);
+  void unwatch(const World* w);
+  // Queues a break notice for the other members: pub/sub now, plus a
+  // durable marker for members that are disconnected from Redis right now.
+  void announce(const World& w, int peer_rank, const std::string& detail);
+  // Records in Redis that this member left a healthy incarnation, so it can
+  // be formed again without it. Publishes nothing: the members learn from
+  // the transport, after whatever this member sent them has arrived.
+  void recordLeft(const World& w);
+  // This member gave up on incarnation `epoch` of `world` after it joined:
+  // a break notice, delivered whenever Redis can take it, fails the
+  // formation for the others, or breaks the world of any member that
+  // already returned it.
+  void giveUp(const std::string& world, uint64_t epoch, int rank, const std::string& why);
+  bool storeUp() const { return link_.up(); }
+
+ private:
+  struct Watched {
+    std::weak_ptr<World> world;
+    std::string name;
+    uint64_t epoch;
+    int rank;
+    std::vector<std::string> members;
+    std::optional<BreakMarker> broken;  // the break, once known, to announce again
+  };
+
+  void run();
+  void connect();
+  void tick();
+  void judgeMarkers(const std::vector<Watched>& worlds, const std::vector<std::optional<std::string>>& markers);
+  void judgeBeats(const std::vector<Watched>& worlds, const std::set<std::string>& peers,
+                  const std::vector<std::optional<std::string>>& beats, Clock::time_point now);
+  void handleNotice(const std::string& payload);
+  void breakWorlds(const std::string& name, uint64_t epoch, const BreakMarker& marker, const std::string& detail,
+                   bool announce);
+  void announceAgain();
+  void wakeUp();
+  std::string heartbeatValue();
+
+  const Config cfg_;
+  const Keys keys_;
+  const std::string member_;
+  const std::string host_;  // with our pid in the heartbeat, for `multiworld status`
+  StoreLink link_;          // watchdog thread only, but for up()
+  NoticeQueue notices_;
+
+  uint64_t beat_ = 0;       // watchdog thread only, from here on
+  PeerLiveness liveness_;
+  Clock::time_point last_tick_;
+  Clock::time_point judge_after_;  // no verdicts before this (outage, stall)
+  int ticks_ = 0;
+
+  mutable std::mutex m_;
+  std::map<const World*, Watched> worlds_;
+  bool stop_ = false;
+  int wake_fd_ = -1;  // eventfd
+  std::thread thread_;
+};
+
+}  // namespace mw

@@ -1,0 +1,222 @@
+// The rendezvous' Lua scripts (core/store/rendezvous.cc). Each runs
+// atomically in Redis and is bounded whatever Redis holds: no loop runs
+// longer than the caller's own size; a value is read only after its length
+// is checked (HSTRLEN), and every stored number is checked before use
+// (Lua's tonumber takes "inf", "1e30" and "0x10"); keys are checked for
+// their type before the first write (a script's writes are not undone when
+// it fails); readiness and failure are one token on a signal list
+// (core/store/redis_signal.h).
+#pragma once
+
+#include <string>
+
+namespace mw::scripts {
+
+// Helpers every script below starts with.
+inline const char* helpers() {
+  return R"lua(
+local function number(n) return string.format('%d', n) end
+local function count(v, max)
+  if type(v) ~= 'string' or not string.match(v, '^%d+$') then return nil end
+  local n = tonumber(v)
+  if n > max then return nil end
+  return n
+end
+local function wrongType(key, kind)
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'none' or t == kind then return nil end
+  return {'corrupt', key, '', 'a ' .. t .. ' instead of a ' .. kind}
+end
+-- The 'corrupt' reply for the first of `fields` of hash `key` longer than
+-- a number may be, or nil.
+local function overlong(key, fields)
+  for _, f in ipairs(fields) do
+    local len = redis.call('HSTRLEN', key, f)
+    if len > 15 then return {'corrupt', key, f, '(' .. len .. ' bytes)'} end
+  end
+  return nil
+end
+-- Valid rank fields present in hash `key`, read in bounded batches.
+local function present(key, size)
+  local n, first = 0, 0
+  while first < size do
+    local last = math.min(first + 1000, size) - 1
+    local ranks = {}
+    for r = first, last do ranks[#ranks + 1] = number(r) end
+    local got = redis.call('HMGET', key, unpack(ranks))
+    for i = 1, #got do
+      if got[i] then n = n + 1 end
+    end
+    first = last + 1
+  end
+  return n
+end
+)lua";
+}
+
+// Atomic claim of a rank. A forming epoch is joined; any other state
+// (none, ready, broken, failed, left) starts the next epoch, unless a live
+// member other than the caller holds that rank of a ready one. A claim whose
+// owner has no heartbeat any more is taken over, so a crashed creator cannot
+// block a rank until its keys expire.
+// A member's own claim, found again (a retry after a failover), is
+// claimed anew.
+// 'joined' counts the valid rank fields of the member list: a new field adds
+// one, and an overwritten one (a takeover) or a count that says complete is
+// checked against the list itself, so stray fields never count.
+inline const std::string& join() {
+  static const std::string script = std::string(helpers()) + R"lua(
+local meta = KEYS[1]
+local rank = ARGV[1]
+local size = tonumber(ARGV[2])
+local member = ARGV[3]
+local ttl = ARGV[4]
+local hbprefix = ARGV[6]
+local base = ARGV[7]
+-- The live member holding `field` of hash `key`, or nil.
+local function liveHolder(key, field)
+  if redis.call('HSTRLEN', key, field) > 64 then return nil end
+  local id = redis.call('HGET', key, field)
+  if id and redis.call('EXISTS', hbprefix .. id) == 1 then return id end
+  return nil
+end
+local bad = wrongType(meta, 'hash')
+if bad then return bad end
+bad = overlong(meta, {'epoch', 'size', 'state', 'joined'})
+if bad then return bad end
+local cur = redis.call('HMGET', meta, 'epoch', 'size', 'state', 'joined')
+local epoch = 0
+if cur[1] then
+  epoch = count(cur[1], 999999999999999)
+  if not epoch then return {'corrupt', meta, 'epoch', cur[1]} end
+end
+local joined = 0
+if cur[3] ~= 'forming' then
+  if cur[3] == 'ready' and epoch > 0 then
+    -- A healthy incarnation whose rank is held by another live member is
+    -- not ours to replace; its own members may re-form it.
+    local members = base .. number(epoch) .. ':members'
+    bad = wrongType(members, 'hash')
+    if bad then return bad end
+    local holder = liveHolder(members, rank)
+    if holder and holder ~= member then return {'taken', holder, number(epoch)} end
+  end
+  if epoch >= 999999999999999 then return {'corrupt', meta, 'epoch', cur[1]} end
+  epoch = epoch + 1
+  -- Leftovers of an older incarnation with this number are not ours.
+  redis.call('UNLINK', base .. number(epoch) .. ':members', base .. number(epoch) .. ':go')
+  redis.call('HSET', meta, 'epoch', number(epoch), 'size', ARGV[2], 'state', 'forming',
+             'created_ms', ARGV[5], 'joined', '0')
+  redis.call('HDEL', meta, 'detail')
+else
+  local want = count(cur[2], 2147483647)
+  if not want or want < 1 then return {'corrupt', meta, 'size', cur[2] or '(none)'} end
+  joined = count(cur[4], want)
+  if not joined then return {'corrupt', meta, 'joined', cur[4] or '(none)'} end
+  if want ~= size then
+    local go = base .. number(epoch) .. ':go'
+    bad = wrongType(go, 'list')
+    if bad then return bad end
+    local msg = 'world size mismatch: rank ' .. rank .. ' asked for size ' .. ARGV[2] ..
+                ' but epoch ' .. number(epoch) .. ' is forming with size ' .. number(want)
+    redis.call('HSET', meta, 'state', 'failed', 'detail', msg)
+    redis.call('RPUSH', go, 'err:' .. msg)
+    redis.call('PEXPIRE', go, ttl)
+    return {'size', msg}
+  end
+end
+local members = base .. number(epoch) .. ':members'
+local go = base .. number(epoch) .. ':go'
+bad = wrongType(members, 'hash') or wrongType(go, 'list')
+if bad then return bad end
+local owner = liveHolder(members, rank)
+if owner and owner ~= member then return {'taken', owner, number(epoch)} end
+local fresh = redis.call('HSET', members, rank, member) == 1
+if fresh then joined = joined + 1 end
+if not fresh or joined >= size then joined = present(members, size) end
+redis.call('HSET', meta, 'joined', number(joined))
+redis.call('PEXPIRE', members, ttl)
+redis.call('PEXPIRE', meta, ttl)
+if joined >= size then
+  redis.call('HSET', meta, 'state', 'ready')
+  redis.call('RPUSH', go, 'ok')
+  redis.call('PEXPIRE', go, ttl)
+end
+return {'ok', number(epoch)}
+)lua";
+  return script;
+}
+
+
+
+// Withdraws this member's claim of a forming epoch; best effort, and
+// harmless on whatever Redis holds.
+inline const char* leave() {
+  return R"lua(
+local meta = KEYS[1]
+if redis.call('TYPE', meta)['ok'] ~= 'hash' then return 0 end
+for _, f in ipairs({'epoch', 'state', 'joined'}) do
+  if redis.call('HSTRLEN', meta, f) > 15 then return 0 end
+end
+local cur = redis.call('HMGET', meta, 'epoch', 'state', 'joined')
+if cur[1] ~= ARGV[1] or cur[2] ~= 'forming' then return 0 end
+local members = ARGV[4] .. ARGV[1] .. ':members'
+if redis.call('TYPE', members)['ok'] ~= 'hash' or redis.call('HSTRLEN', members, ARGV[2]) > 64 or
+   redis.call('HGET', members, ARGV[2]) ~= ARGV[3] then
+  return 0
+end
+redis.call('HDEL', members, ARGV[2])
+local joined = cur[3]
+if type(joined) == 'string' and string.match(joined, '^%d+$') and tonumber(joined) > 0 then
+  redis.call('HSET', meta, 'joined', string.format('%d', tonumber(joined) - 1))
+end
+return 1
+)lua";
+}
+
+// A member whose transport is up commits: ARGV = epoch, rank, size, member
+// id, the world's epoch key base, ttl. Only a rank this member holds in the
+// incarnation it joined counts, and only while that incarnation is still
+// the world's current, ready one; 'committed' counts the valid rank fields
+// of the commit hash like 'joined' does. The last commit pushes the one
+// token that releases every member.
+// Replies: {'ok'} | {'gone', epoch now, state now} | {'corrupt', key, field, value}.
+inline const std::string& commit() {
+  static const std::string script = std::string(helpers()) + R"lua(
+local meta = KEYS[1]
+local epoch = ARGV[1]
+local rank = ARGV[2]
+local size = tonumber(ARGV[3])
+local member = ARGV[4]
+local base = ARGV[5]
+local ttl = ARGV[6]
+local bad = wrongType(meta, 'hash')
+if bad then return bad end
+bad = overlong(meta, {'epoch', 'state', 'committed'})
+if bad then return bad end
+local cur = redis.call('HMGET', meta, 'epoch', 'state', 'committed')
+if cur[1] ~= epoch or cur[2] ~= 'ready' then return {'gone', cur[1] or 'none', cur[2] or 'none'} end
+local members = base .. epoch .. ':members'
+local done = base .. epoch .. ':committed'
+local formed = base .. epoch .. ':formed'
+bad = wrongType(members, 'hash') or wrongType(done, 'hash') or wrongType(formed, 'list')
+if bad then return bad end
+if redis.call('HSTRLEN', members, rank) > 64 or redis.call('HGET', members, rank) ~= member then
+  return {'gone', epoch, 'ready without this member at rank ' .. rank}
+end
+local n = count(cur[3], size)
+local fresh = redis.call('HSET', done, rank, '1') == 1
+if fresh and n then n = n + 1 end
+if not fresh or not n or n >= size then n = present(done, size) end
+redis.call('HSET', meta, 'committed', number(n))
+redis.call('PEXPIRE', done, ttl)
+if n >= size then
+  redis.call('RPUSH', formed, 'ok')
+  redis.call('PEXPIRE', formed, ttl)
+end
+return {'ok'}
+)lua";
+  return script;
+}
+
+}  // namespace mw::scripts

@@ -1,0 +1,199 @@
+#include "tests/support/sentinel_group.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+#include <thread>
+
+#include "tests/support/redis_client.h"
+
+namespace mwtest {
+
+int freeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) close(fd);
+    throw std::runtime_error("cannot pick a loopback port");
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+namespace {
+
+std::string field(const std::string& info, const std::string& name) {
+  size_t at = info.find(name + ":");
+  if (at == std::string::npos) return "";
+  size_t end = info.find_first_of("\r\n", at);
+  return info.substr(at + name.size() + 1, end - at - name.size() - 1);
+}
+
+}  // namespace
+
+SentinelGroup::SentinelGroup(Options opt) : opt_(std::move(opt)) {
+  char tmpl[] = "/tmp/mwtest-sentinel-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  try {
+    for (int i = 0; i < 2; ++i) {
+      const int port = freeLoopbackPort();
+      std::vector<std::string> argv = {"redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1",
+                                       "--save", "", "--appendonly", "no", "--dir", dir_,
+                                       "--dbfilename", "dump-" + std::to_string(port) + ".rdb",
+                                       "--logfile", dir_ + "/redis-" + std::to_string(port) + ".log"};
+      if (!opt_.password.empty()) {
+        argv.insert(argv.end(), {"--requirepass", opt_.password, "--masterauth", opt_.password});
+      }
+      if (i == 1) argv.insert(argv.end(), {"--replicaof", "127.0.0.1", std::to_string(servers_[0].port)});
+      servers_[i] = spawn(argv, port);
+    }
+    RedisClient replica(servers_[1].port, opt_.password);
+    waitUntil("the replica to sync", std::chrono::seconds(10), [&] {
+      return field(replica.text({"INFO", "replication"}), "master_link_status") == "up";
+    });
+    for (auto& s : sentinels_) {
+      const int port = freeLoopbackPort();
+      const std::string conf = dir_ + "/sentinel-" + std::to_string(port) + ".conf";
+      std::ofstream out(conf);
+      out << "port " << port << "\nbind 127.0.0.1\ndir " << dir_ << "\nlogfile " << dir_ << "/sentinel-" << port
+          << ".log\nsentinel monitor " << kMasterName << " 127.0.0.1 " << servers_[0].port << " 2\n"
+          << "sentinel down-after-milliseconds " << kMasterName << " " << opt_.down_after_ms << "\n"
+          << "sentinel failover-timeout " << kMasterName << " " << opt_.failover_timeout_ms << "\n"
+          << "sentinel parallel-syncs " << kMasterName << " 1\n";
+      if (!opt_.password.empty()) out << "sentinel auth-pass " << kMasterName << " " << opt_.password << "\n";
+      out.close();
+      s = spawn({"redis-sentinel", conf}, port);
+    }
+    for (const auto& s : sentinels_) {
+      RedisClient c(s.port, "");
+      waitUntil("every sentinel to know the replica and the other sentinels", std::chrono::seconds(20), [&] {
+        auto m = c.cmd({"SENTINEL", "master", kMasterName});
+        if (!m || m->type != REDIS_REPLY_ARRAY) return false;
+        std::string replicas, sentinels;
+        for (size_t i = 0; i + 1 < m->elements; i += 2) {
+          std::string k(m->element[i]->str, m->element[i]->len);
+          if (k == "num-slaves") replicas = std::string(m->element[i + 1]->str, m->element[i + 1]->len);
+          if (k == "num-other-sentinels") sentinels = std::string(m->element[i + 1]->str, m->element[i + 1]->len);
+        }
+        return replicas == "1" && sentinels == "2";
+      });
+    }
+  } catch (...) {
+    for (auto& s : sentinels_) stop(s);
+    for (auto& s : servers_) stop(s);
+    throw;
+  }
+}
+
+SentinelGroup::~SentinelGroup() {
+  for (auto& s : sentinels_) stop(s);
+  for (auto& s : servers_) stop(s);
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+SentinelGroup::Proc SentinelGroup::spawn(const std::vector<std::string>& args, int port) {
+  Proc p;
+  p.port = port;
+  std::fflush(nullptr);
+  p.pid = fork();
+  if (p.pid < 0) throw std::runtime_error("fork failed");
+  if (p.pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  waitUntil(("'" + args[0] + "' to answer on port " + std::to_string(port)).c_str(), std::chrono::seconds(10), [&] {
+    int status;
+    if (waitpid(p.pid, &status, WNOHANG) == p.pid) {
+      p.pid = -1;
+      throw std::runtime_error(args[0] + " exited at start (is it installed? see " + dir_ + ")");
+    }
+    RedisClient c(port, args[0] == "redis-sentinel" ? "" : opt_.password);
+    return c.ok() && c.text({"PING"}) == "PONG";
+  });
+  return p;
+}
+
+void SentinelGroup::stop(Proc& p) {
+  if (p.pid <= 0) return;
+  kill(p.pid, SIGKILL);
+  waitpid(p.pid, nullptr, 0);
+  p.pid = -1;
+}
+
+// Start-up and failover have no event a test can wait on; a short sleep
+// between looks.
+void SentinelGroup::waitUntil(const char* what, std::chrono::milliseconds limit, const std::function<bool()>& ready) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > end) throw std::runtime_error(std::string("timed out waiting for ") + what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string SentinelGroup::url(const std::string& master, int db, bool with_password) const {
+  std::string u = "redis+sentinel://";
+  if (with_password && !opt_.password.empty()) u += ":" + opt_.password + "@";
+  for (int i = 0; i < 3; ++i) u += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinels_[i].port);
+  u += "/" + master;
+  if (db != 0) u += "/" + std::to_string(db);
+  return u;
+}
+
+std::vector<int> SentinelGroup::sentinelPorts() const {
+  return {sentinels_[0].port, sentinels_[1].port, sentinels_[2].port};
+}
+
+int SentinelGroup::masterPort() const {
+  for (const auto& s : sentinels_) {
+    RedisClient c(s.port, "");
+    auto r = c.cmd({"SENTINEL", "get-master-addr-by-name", kMasterName});
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2) return std::atoi(r->element[1]->str);
+  }
+  return -1;
+}
+
+int SentinelGroup::killMaster() {
+  const int port = masterPort();
+  for (auto& s : servers_) {
+    if (s.port == port) stop(s);
+  }
+  return port;
+}
+
+bool SentinelGroup::waitForNewMaster(int old_port, std::chrono::milliseconds limit) const {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    const int port = masterPort();
+    if (port > 0 && port != old_port) {
+      RedisClient c(port, opt_.password);
+      auto r = c.cmd({"ROLE"});
+      if (r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+          std::string(r->element[0]->str, r->element[0]->len) == "master") {
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+}  // namespace mwtest
