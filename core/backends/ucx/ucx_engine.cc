@@ -1,6 +1,7 @@
 #include "core/backends/ucx/ucx_engine.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -10,6 +11,8 @@
 #include <cstdlib>
 #include <thread>
 #include <cstring>
+
+#include <ucs/debug/debug.h>
 
 #include "core/backends/ucx/ucx_peer_info.h"
 #include "core/error.h"
@@ -27,6 +30,18 @@ constexpr int kProgressRounds = 64;
 constexpr uint64_t kWorkerTag = 1ull << 56;
 constexpr uint64_t kWakeTag = 2ull << 56;
 constexpr uint64_t kPidTag = 3ull << 56;
+
+// libucs, when it loads, puts its own handlers on SIGILL, SIGSEGV, SIGBUS
+// and SIGFPE over those of the process that loads us. A JVM takes SIGSEGV
+// on purpose (safepoint polls, implicit null checks), and Go and Python
+// have handlers of their own: UCX's would turn those into a crash report
+// and an abort. Unless the program asked for UCX's handlers, the signals go
+// back to whoever had them. This runs after libucs's own initialiser, as
+// libucs is a library this one needs.
+__attribute__((constructor)) void giveErrorSignalsBack() {
+  if (std::getenv("UCX_ERROR_SIGNALS") || std::getenv("UCX_HANDLE_ERRORS")) return;
+  for (int signum : {SIGILL, SIGSEGV, SIGBUS, SIGFPE}) ucs_debug_disable_signal(signum);
+}
 
 [[noreturn]] void fail(const char* what, ucs_status_t s) {
   throw Error(Status::Backend, std::string("UCX ") + what + ": " + ucs_status_string(s));
