@@ -7,8 +7,8 @@
 // or is cut off, only the worlds that contain it break: their pending
 // operations fail with ErrWorldBroken, every member hears of it, and every
 // other world keeps running. Redis is the control plane (rendezvous,
-// heartbeats, break notices). Host memory moves over UCX (shared memory
-// between processes of one host, TCP or RDMA across hosts; HostBackend
+// heartbeats, break notices). Host memory moves over UCX (TCP on one host
+// and across hosts, RDMA where present; HostBackend
 // picks it where the library has it) or Gloo (TCP, kept as a baseline);
 // CUDA device memory moves over NCCL.
 //

@@ -13,7 +13,7 @@ type Backend int
 const (
 	Gloo Backend = C.MW_BACKEND_GLOO // host memory over TCP, a thread per world; kept as a baseline
 	NCCL Backend = C.MW_BACKEND_NCCL // CUDA device memory (DeviceBuffer); needs the NCCL plugin and a GPU
-	UCX  Backend = C.MW_BACKEND_UCX  // host memory: shared memory on one host, TCP or RDMA across hosts
+	UCX  Backend = C.MW_BACKEND_UCX  // host memory: TCP on one host and across hosts, RDMA where present
 )
 
 // HostBackend is the backend for host memory: UCX where it is available,

@@ -24,8 +24,8 @@ pub enum Backend {
     /// NCCL, for GPU memory ([`DeviceSlice`](crate::DeviceSlice)); a plugin
     /// that needs a CUDA driver and a device.
     Nccl,
-    /// UCX, for host memory: shared memory between processes of one host,
-    /// TCP or RDMA across hosts (chosen by UCX, `UCX_*` variables apply), one
+    /// UCX, for host memory: TCP on one host and across hosts, RDMA where
+    /// present (chosen by UCX, `UCX_*` variables apply), one
     /// progress engine per context.
     Ucx,
 }

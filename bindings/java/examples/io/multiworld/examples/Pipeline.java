@@ -43,7 +43,7 @@ public final class Pipeline {
   static final int WIDTH = 256;  // floats per request
   static final int BYTES = 4 + 4 * WIDTH;  // int id, then the payload
   static final Duration FORM_TIMEOUT = Duration.ofSeconds(60);
-  /** UCX where available (shared memory on one host, TCP or RDMA across hosts), else Gloo. */
+  /** UCX where available (TCP, or RDMA where present), else Gloo. */
   static final Backend BACKEND = Backend.host();
 
   private Pipeline() {}

@@ -12,7 +12,7 @@ public enum Backend {
    */
   NCCL(mw_backend_t.MW_BACKEND_NCCL),
   /**
-   * Host buffers over UCX: shared memory between processes of one host, TCP or RDMA across hosts,
+   * Host buffers over UCX: TCP on one host and across hosts, RDMA where present,
    * one progress engine per context. The host backend to use where it is available.
    */
   UCX(mw_backend_t.MW_BACKEND_UCX);
