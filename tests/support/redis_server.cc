@@ -1,8 +1,6 @@
 #include "tests/support/redis_server.h"
 
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,27 +11,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tools/common/private_redis.h"
+
 namespace mwtest {
-namespace {
-
-bool answersPing(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  bool ok = false;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const char ping[] = "PING\r\n";
-    char buf[16] = {0};
-    ok = write(fd, ping, sizeof ping - 1) == static_cast<ssize_t>(sizeof ping - 1) && read(fd, buf, sizeof buf - 1) > 0 &&
-         (std::strncmp(buf, "+PONG", 5) == 0 || std::strncmp(buf, "-NOAUTH", 7) == 0);
-  }
-  close(fd);
-  return ok;
-}
-
-}  // namespace
 
 RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_(std::move(extra_args)) {
   char tmpl[] = "/tmp/mwtest-redis-XXXXXX";
@@ -67,7 +47,7 @@ void RedisServer::start() {
     _exit(127);
   }
   for (int i = 0; i < 500; ++i) {
-    if (answersPing(socket_)) return;
+    if (mwtools::redisAnswersPing(socket_)) return;
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;

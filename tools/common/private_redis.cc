@@ -15,9 +15,8 @@
 #include <thread>
 
 namespace mwtools {
-namespace {
 
-bool answersPing(const std::string& path) {
+bool redisAnswersPing(const std::string& path) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   sockaddr_un addr{};
@@ -28,13 +27,12 @@ bool answersPing(const std::string& path) {
     const char ping[] = "PING\r\n";
     char buf[16] = {0};
     ok = write(fd, ping, sizeof ping - 1) == static_cast<ssize_t>(sizeof ping - 1) &&
-         read(fd, buf, sizeof buf - 1) > 0 && std::strncmp(buf, "+PONG", 5) == 0;
+         read(fd, buf, sizeof buf - 1) > 0 &&
+         (std::strncmp(buf, "+PONG", 5) == 0 || std::strncmp(buf, "-NOAUTH", 7) == 0);
   }
   close(fd);
   return ok;
 }
-
-}  // namespace
 
 PrivateRedis::PrivateRedis(const std::string& dir, const std::vector<std::string>& extra_args)
     : socket_(dir + "/redis.sock") {
@@ -54,7 +52,7 @@ PrivateRedis::PrivateRedis(const std::string& dir, const std::vector<std::string
     _exit(127);
   }
   for (int i = 0; i < 1000; ++i) {
-    if (answersPing(socket_)) return;
+    if (redisAnswersPing(socket_)) return;
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;

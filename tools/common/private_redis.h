@@ -10,6 +10,10 @@
 
 namespace mwtools {
 
+// Whether a redis-server listens on the unix socket `path` and answers
+// PING (a server that demands a password, -NOAUTH, is up too).
+bool redisAnswersPing(const std::string& path);
+
 class PrivateRedis {
  public:
   // Throws std::runtime_error when redis-server is missing or does not answer.
