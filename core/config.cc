@@ -52,6 +52,41 @@ bool isValidHostText(const std::string& v) {
   return true;
 }
 
+constexpr size_t kMaxHostText = 255;
+constexpr size_t kMaxDataAddresses = 16;
+
+std::string checkedHost(const std::string& key, const std::string& value) {
+  if (value.empty() || value.size() > kMaxHostText || !isValidHostText(value)) {
+    throw Error(Status::InvalidArgument,
+                "config " + key + ": '" + value.substr(0, 64) + "' is not an IP address or host name");
+  }
+  return value;
+}
+
+std::vector<std::string> parseAddressList(const std::string& key, const std::string& value) {
+  std::vector<std::string> list;
+  size_t start = 0;
+  while (true) {
+    size_t comma = value.find(',', start);
+    std::string item = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (list.size() == kMaxDataAddresses) {
+      throw Error(Status::InvalidArgument, "config " + key + ": more than " + std::to_string(kMaxDataAddresses) +
+                                               " addresses");
+    }
+    list.push_back(checkedHost(key, item));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (list[i] == list[j]) {
+        throw Error(Status::InvalidArgument, "config " + key + ": '" + list[i] + "' is listed twice");
+      }
+    }
+  }
+  return list;
+}
+
 }  // namespace
 
 bool isValidName(const std::string& name, size_t max_len) {
@@ -68,7 +103,7 @@ const std::vector<std::string>& Config::keys() {
   static const std::vector<std::string> k = {
       "redis_url",     "namespace",    "heartbeat_interval_ms", "heartbeat_timeout_ms",
       "op_timeout_ms", "bind_address", "log_level",             "store_timeout_ms",
-      "spin_us",       "max_world_size"};
+      "spin_us",       "max_world_size", "data_addresses",        "path_timeout_ms"};
   return k;
 }
 
@@ -98,11 +133,11 @@ void Config::set(const std::string& key, const std::string& value) {
   } else if (key == "op_timeout_ms") {
     op_timeout = parseMillis(key, value, 0, kDay);
   } else if (key == "bind_address") {
-    if (value.size() > 255 || !isValidHostText(value)) {
-      throw Error(Status::InvalidArgument,
-                  "config bind_address: '" + value.substr(0, 64) + "' is not an IP address or host name");
-    }
-    bind_address = value;
+    bind_address = value.empty() ? value : checkedHost(key, value);
+  } else if (key == "data_addresses") {
+    data_addresses = value.empty() ? std::vector<std::string>{} : parseAddressList(key, value);
+  } else if (key == "path_timeout_ms") {
+    path_timeout = parseMillis(key, value, 1, 3600000);
   } else if (key == "log_level") {
     log_level = parseLogLevel(value);
   } else if (key == "store_timeout_ms") {
@@ -116,6 +151,12 @@ void Config::set(const std::string& key, const std::string& value) {
     for (const auto& k : keys()) known += (known.empty() ? "" : ", ") + k;
     throw Error(Status::InvalidArgument, "config: unknown key '" + key + "' (known: " + known + ")");
   }
+}
+
+std::vector<std::string> Config::configuredDataAddresses() const {
+  if (!data_addresses.empty()) return data_addresses;
+  if (!bind_address.empty()) return {bind_address};
+  return {};
 }
 
 void Config::validate() const {

@@ -16,6 +16,14 @@ struct Config {
   std::chrono::milliseconds heartbeat_timeout{1000};
   std::chrono::milliseconds op_timeout{0};  // 0: no limit
   std::string bind_address;
+  // The local IP addresses this context's data plane publishes, in order
+  // of preference: one path each. Empty: bind_address, else every
+  // non-loopback interface that is up.
+  std::vector<std::string> data_addresses;
+  // A message to a peer that makes no progress this long puts the path it
+  // uses in doubt: the peer's heartbeat then tells a path fault from a
+  // member fault.
+  std::chrono::milliseconds path_timeout{100};
   LogLevel log_level = LogLevel::Warn;
   std::chrono::milliseconds store_timeout{2000};
   // How long a wait that drives the progress engine itself spins before it
@@ -37,6 +45,10 @@ struct Config {
   void validate() const;
 
   static const std::vector<std::string>& keys();
+
+  // data_addresses when set, else bind_address as a list of one, else
+  // empty (the transport finds this host's interfaces).
+  std::vector<std::string> configuredDataAddresses() const;
 };
 
 bool isValidName(const std::string& name, size_t max_len);

@@ -421,6 +421,7 @@ TEST_F(ConfigBadInput, NumericKeys) {
                           {"heartbeat_timeout_ms", 20, 3600000},
                           {"op_timeout_ms", 0, 24LL * 3600 * 1000},
                           {"store_timeout_ms", 10, 600000},
+                          {"path_timeout_ms", 1, 3600000},
                           {"max_world_size", 1, INT_MAX}};
   const std::vector<std::string> junk = {"",     "abc",  "-1",   "-5",    "12abc", "100 ", "100ms",
                                          "1.5",  "0x10", "1e3",  "--5",   "5-",    "\n",   "100\n",
@@ -530,6 +531,21 @@ TEST_F(ConfigBadInput, BindAddress) {
   expectAccepted("bind_address", "localhost");
 }
 
+TEST_F(ConfigBadInput, DataAddresses) {
+  expectRejected("data_addresses", std::string(256, 'b'));
+  expectRejected("data_addresses", "10.0.0.1,bad host", {"'bad host'"});
+  expectRejected("data_addresses", "10.0.0.1,", {"''"});
+  expectRejected("data_addresses", ",10.0.0.1", {"''"});
+  expectRejected("data_addresses", "10.0.0.1,,10.0.0.2", {"''"});
+  expectRejected("data_addresses", "10.0.0.1,10.0.0.1", {"'10.0.0.1'", "twice"});
+  std::string seventeen;
+  for (int i = 0; i < 17; ++i) seventeen += (i ? ",10.0.0." : "10.0.0.") + std::to_string(i + 1);
+  expectRejected("data_addresses", seventeen, {"16"});
+  expectAccepted("data_addresses", "127.0.0.1");
+  expectAccepted("data_addresses", "127.0.0.1,::1,localhost");
+  expectAccepted("data_addresses", "");  // back to the default
+}
+
 // ---- contexts ----------------------------------------------------------------
 
 TEST(ContextBadInput, UnreachableRedisFailsQuicklyWithStore) {
@@ -593,6 +609,19 @@ TEST(ContextBadInput, InconsistentHeartbeatSettings) {
   EXPECT_EQ(ctx, nullptr);
   if (ctx != sentinelContext()) mw_context_free(ctx);
   mw_config_free(cfg);
+}
+
+TEST(ContextBadInput, DataAddressOnNoInterfaceFailsTheUcxWorldNamingIt) {
+  mwtest::RedisServer redis;
+  // 192.0.2.0/24 is TEST-NET-1: on no interface of a test machine.
+  mw_context_t* ctx = mwtest::newContext(redis.url(), {{"data_addresses", "127.0.0.1,192.0.2.77"}});
+  ASSERT_NE(ctx, nullptr);
+  mw_world_t* w = sentinelWorld();
+  EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT, mw_world_create(ctx, "paths", 0, 1, MW_BACKEND_UCX, 0, 10000, &w),
+                 "data_addresses", "'192.0.2.77'");
+  EXPECT_EQ(w, nullptr);
+  if (w && w != sentinelWorld()) mw_world_destroy(w);
+  mw_context_free(ctx);
 }
 
 // ---- worlds and operations on a real Redis -----------------------------------

@@ -1,5 +1,5 @@
 // The record a UCX world's member publishes at rendezvous (worker address,
-// world id, host, pid): what decodes is exactly what encodes.
+// world id, host, pid, data paths): what decodes is exactly what encodes.
 #include <cstdint>
 #include <cstdlib>
 #include <string>

@@ -7,10 +7,19 @@
 
 namespace mw {
 
+namespace {
+
+const char* addressKey(const Config& cfg) { return cfg.data_addresses.empty() ? "bind_address" : "data_addresses"; }
+
+}  // namespace
+
 UcxContext::UcxContext(const Config& cfg)
-    : engine_(std::make_shared<UcxEngine>(
-          cfg.spin, cfg.bind_address.empty() ? std::string() : netDevicesFor({cfg.bind_address}))),
-      links_(std::make_unique<UcxLinks>(*engine_)) {}
+    : engine_(std::make_shared<UcxEngine>(cfg.spin,
+                                          netDevicesFor(cfg.configuredDataAddresses(), addressKey(cfg)))),
+      links_(std::make_unique<UcxLinks>(*engine_)),
+      paths_(cfg.configuredDataAddresses()) {
+  if (paths_.empty()) paths_ = upInterfaceAddresses();
+}
 
 UcxContext::~UcxContext() { shutdown(); }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "core/backends/ucx/ucx_engine.h"
@@ -29,6 +30,11 @@ class UcxContext {
   // and stops the engine, even while requests still hold this object.
   void shutdown();
 
+  // The local addresses this context publishes as its data paths, in
+  // order of preference (data_addresses, bind_address, or every
+  // non-loopback interface that is up).
+  const std::vector<std::string>& paths() const { return paths_; }
+
   // Under the engine lock.
   UcxLinks& links() { return *links_; }
   // A world id no live world of this context has (1 .. 2^24-1), chosen
@@ -45,6 +51,7 @@ class UcxContext {
  private:
   std::shared_ptr<UcxEngine> engine_;
   std::unique_ptr<UcxLinks> links_;
+  std::vector<std::string> paths_;
   std::set<uint32_t> in_use_;
   uint32_t next_id_ = 1;
   std::vector<std::unique_ptr<UcxOp>> orphans_;

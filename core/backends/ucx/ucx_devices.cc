@@ -1,6 +1,7 @@
 #include "core/backends/ucx/ucx_devices.h"
 
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -29,13 +30,13 @@ bool sameAddress(const sockaddr* a, const sockaddr* b) {
 
 }  // namespace
 
-std::string interfaceOf(const std::string& address) {
+std::string interfaceOf(const std::string& address, const std::string& key) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* resolved = nullptr;
   if (getaddrinfo(address.c_str(), nullptr, &hints, &resolved) != 0 || !resolved) {
-    throw Error(Status::InvalidArgument, "bind_address '" + address + "' does not resolve");
+    throw Error(Status::InvalidArgument, key + " '" + address + "' does not resolve");
   }
   ifaddrs* ifs = nullptr;
   if (getifaddrs(&ifs) != 0) {
@@ -54,20 +55,43 @@ std::string interfaceOf(const std::string& address) {
   freeifaddrs(ifs);
   freeaddrinfo(resolved);
   if (name.empty()) {
-    throw Error(Status::InvalidArgument, "bind_address '" + address + "' is on no interface of this host");
+    throw Error(Status::InvalidArgument, key + " '" + address + "' is on no interface of this host");
   }
   return name;
 }
 
-std::string netDevicesFor(const std::vector<std::string>& addresses) {
+std::string netDevicesFor(const std::vector<std::string>& addresses, const std::string& key) {
   std::set<std::string> seen;
   std::string list;
   for (const auto& a : addresses) {
-    std::string dev = interfaceOf(a);
+    std::string dev = interfaceOf(a, key);
     if (!seen.insert(dev).second) continue;
     list += (list.empty() ? "" : ",") + dev;
   }
   return list;
+}
+
+std::vector<std::string> upInterfaceAddresses() {
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return {};
+  std::vector<std::string> out;
+  std::set<std::string> named;
+  for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    char text[INET6_ADDRSTRLEN] = {0};
+    if (i->ifa_addr->sa_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      const in6_addr& a6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr;
+      if (IN6_IS_ADDR_LINKLOCAL(&a6)) continue;  // needs a zone: not an address a peer can use as is
+      inet_ntop(AF_INET6, &a6, text, sizeof text);
+    } else {
+      continue;
+    }
+    if (named.insert(i->ifa_name).second) out.emplace_back(text);
+  }
+  freeifaddrs(ifs);
+  return out;
 }
 
 }  // namespace mw

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -12,7 +13,9 @@
 namespace mw {
 namespace {
 
-constexpr char kMagic[4] = {'m', 'w', 'u', '1'};
+constexpr char kMagic[4] = {'m', 'w', 'u', '2'};  // "mwu1" had no paths
+constexpr size_t kMaxPaths = 16;
+constexpr size_t kMaxPathText = 255;
 constexpr size_t kMaxHost = 256;
 constexpr size_t kMaxAddress = 64 << 10;
 
@@ -105,6 +108,13 @@ std::string encodePeerInfo(const UcxPeerInfo& info) {
   out += info.host;
   put<uint32_t>(out, static_cast<uint32_t>(info.address.size()));
   out += info.address;
+  put<uint8_t>(out, static_cast<uint8_t>(std::min(info.paths.size(), kMaxPaths)));
+  for (size_t i = 0; i < info.paths.size() && i < kMaxPaths; ++i) {
+    const std::string& path = info.paths[i];
+    const size_t n = std::min(path.size(), kMaxPathText);
+    put<uint8_t>(out, static_cast<uint8_t>(n));
+    out.append(path, 0, n);
+  }
   return out;
 }
 
@@ -120,7 +130,16 @@ bool decodePeerInfo(const std::string& bytes, UcxPeerInfo& out) {
   if (!r.get(p.world_id) || !r.get(pid) || !r.get(ticks) || !r.get(host_len)) return false;
   if (p.world_id == 0 || p.world_id > ucxtag::kMaxWorldId || pid <= 0 || host_len > kMaxHost) return false;
   if (!r.bytes(host_len, p.host) || !r.get(address_len)) return false;
-  if (address_len == 0 || address_len > kMaxAddress || !r.bytes(address_len, p.address) || !r.atEnd()) return false;
+  if (address_len == 0 || address_len > kMaxAddress || !r.bytes(address_len, p.address)) return false;
+  uint8_t paths = 0;
+  if (!r.get(paths) || paths > kMaxPaths) return false;
+  for (uint8_t i = 0; i < paths; ++i) {
+    uint8_t n = 0;
+    std::string path;
+    if (!r.get(n) || n == 0 || !r.bytes(n, path)) return false;
+    p.paths.push_back(std::move(path));
+  }
+  if (!r.atEnd()) return false;
   p.pid = pid;
   p.start_ticks = ticks;
   out = std::move(p);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mw {
 
@@ -14,6 +15,8 @@ struct UcxPeerInfo {
   std::string host;               // same value: same host and pid namespace
   int pid = 0;
   unsigned long long start_ticks = 0;  // /proc/<pid>/stat field 22
+  // Its data paths: local addresses in order of preference.
+  std::vector<std::string> paths;
 };
 
 // This process's host, pid and start time; world_id and address empty.

@@ -67,6 +67,7 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
   UcxPeerInfo self = thisProcess();
   self.address = ucx->engine()->address();
   self.world_id = id;
+  self.paths = ucx->paths();
   KvStore store(pool, store_prefix, size, deadline);
   const std::string mine = encodePeerInfo(self);
   store.set(std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
@@ -84,6 +85,7 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
   for (int r = 0; r < size; ++r) {
     Peer& p = w->peers_[static_cast<size_t>(r)];
     p.world_id = infos[static_cast<size_t>(r)].world_id;
+    p.paths = infos[static_cast<size_t>(r)].paths;
     p.link = ucx->links().connect(infos[static_cast<size_t>(r)]);
   }
   return w;

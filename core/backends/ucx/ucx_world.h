@@ -77,6 +77,7 @@ class UcxWorld : public WorldBackend {
   struct Peer {
     std::shared_ptr<UcxLink> link;
     uint32_t world_id = 0;  // this world's id at the peer
+    std::vector<std::string> paths;  // the data addresses it published
     uint64_t listener = 0;
     bool listening = false;
   };
