@@ -29,10 +29,11 @@ using namespace mwtest;
 using namespace std::chrono_literals;
 using mwtools::MemberBoard;
 using mwtools::monotonicNs;
-using mwtools::NetBytes;
 using mwtools::NetLab;
 using mwtools::NetLink;
 using mwtools::TrafficSpec;
+using Cut = mwtools::NetCut;
+using Lab = mwtools::Rails;
 
 namespace {
 
@@ -41,51 +42,6 @@ constexpr int kWindow = 4;
 constexpr int kIntervalUs = 2000;        // per direction: 500 messages/s, 32 MB/s
 constexpr int kHeartbeatIntervalMs = 100;
 constexpr int kHeartbeatTimeoutMs = 1000;
-
-// Link k of the lab is subnet 10.71.<k+1>.0/24; member r is .<r+1> on each.
-std::string addressOf(int link, int rank) {
-  return "10.71." + std::to_string(link + 1) + "." + std::to_string(rank + 1);
-}
-
-std::string addressList(const std::vector<int>& links, int rank) {
-  std::string out;
-  for (int l : links) out += (out.empty() ? "" : ",") + addressOf(l, rank);
-  return out;
-}
-
-// `members` namespaces. Two members: `links` veth pairs straight between
-// them. More: one bridge per link (a rail), each member with a port on it.
-// links_[r][k]: member r's link k; end a is in member r's namespace.
-class Lab {
- public:
-  Lab(int members, int links) : links_(static_cast<size_t>(members)) {
-    for (int r = 0; r < members; ++r) ns_.push_back(lab_.addNamespace());
-    for (int k = 0; k < links; ++k) {
-      if (members == 2) {
-        NetLink l = lab_.addVeth(ns_[0], addressOf(k, 0) + "/24", ns_[1], addressOf(k, 1) + "/24");
-        links_[0].push_back(l);
-        links_[1].push_back({l.b, l.a});
-        continue;
-      }
-      std::string bridge = lab_.addBridge();
-      for (int r = 0; r < members; ++r) links_[static_cast<size_t>(r)].push_back(
-          lab_.attach(ns_[static_cast<size_t>(r)], addressOf(k, r) + "/24", bridge));
-    }
-  }
-  NetLab& lab() { return lab_; }
-  const std::string& ns(int r) const { return ns_[static_cast<size_t>(r)]; }
-  const NetLink& link(int r, int k) const { return links_[static_cast<size_t>(r)][static_cast<size_t>(k)]; }
-  // Both directions through member r's end of link k.
-  uint64_t bytes(int r, int k) const {
-    NetBytes b = NetLab::bytes(link(r, k).a);
-    return b.tx + b.rx;
-  }
-
- private:
-  NetLab lab_;
-  std::vector<std::string> ns_;
-  std::vector<std::vector<NetLink>> links_;
-};
 
 struct Board {
   std::atomic<int> stop{0};
@@ -103,18 +59,14 @@ TrafficSpec specFor(const std::string& redis_url, const std::string& world, int 
   s.message_bytes = kMessageBytes;
   s.window = kWindow;
   s.interval_us = kIntervalUs;
-  s.settings = {{"data_addresses", addressList(links, rank)},
+  s.settings = {{"data_addresses", Lab::addresses(links, rank)},
                 {"path_timeout_ms", "100"},
                 {"heartbeat_interval_ms", std::to_string(kHeartbeatIntervalMs)},
                 {"heartbeat_timeout_ms", std::to_string(heartbeat_timeout_ms)}};
   return s;
 }
 
-enum class Cut { LinkDown, Drop };
-
-bool cut(Lab& lab, const NetLink& l, Cut how, bool on) {
-  return how == Cut::LinkDown ? lab.lab().setUp(l, !on) : lab.lab().setDrop(l, on);
-}
+bool cut(Lab& lab, const NetLink& l, Cut how, bool on) { return lab.lab().setCut(l, how, on); }
 
 int64_t totalDelivered(const MemberBoard* b, int n) {
   int64_t sum = 0;
@@ -292,7 +244,7 @@ TEST(FailoverLab, CutsStopTcpAndCountersShowTheLinkUsed) {
   Workers w;
   w.add([&] { return NetLab::enter(lab.ns(1)) ? tcpSink(*b) : 4; });
   ASSERT_TRUE(eventually([&] { return b->listening.load() == 1; }, 10s));
-  w.add([&] { return NetLab::enter(lab.ns(0)) ? tcpSource(*b, addressOf(0, 1)) : 4; });
+  w.add([&] { return NetLab::enter(lab.ns(0)) ? tcpSource(*b, Lab::address(0, 1)) : 4; });
   ASSERT_TRUE(eventually([&] { return b->received.load() > (1 << 20); }, 10s));
 
   uint64_t l0 = lab.bytes(0, 0), l1 = lab.bytes(0, 1);

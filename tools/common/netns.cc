@@ -126,6 +126,8 @@ std::vector<std::string> readSys(const std::string& ns, const std::vector<std::s
 
 }  // namespace
 
+const char* netCutName(NetCut how) { return how == NetCut::LinkDown ? "link_down" : "drop"; }
+
 std::string netnsUnavailable() {
   if (geteuid() != 0) return "needs root to make network namespaces";
   if (!run("ip netns list").ok) return "`ip netns` is not available (iproute2)";
@@ -215,6 +217,10 @@ bool NetLab::setDrop(const NetLink& link, bool drop) {
   return ok;
 }
 
+bool NetLab::setCut(const NetLink& link, NetCut how, bool cut) {
+  return how == NetCut::LinkDown ? setUp(link, !cut) : setDrop(link, cut);
+}
+
 NetBytes NetLab::bytes(const NetEnd& end) {
   const std::string dir = "/sys/class/net/" + end.dev + "/statistics/";
   std::vector<std::string> v = readSys(end.ns, {dir + "tx_bytes", dir + "rx_bytes"});
@@ -240,6 +246,37 @@ bool NetLab::enter(const std::string& ns) {
   close(fd);
   return ok && unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
          umount2("/sys", MNT_DETACH) == 0 && mount("sysfs", "/sys", "sysfs", 0, nullptr) == 0;
+}
+
+Rails::Rails(int members, int links) : links_(static_cast<size_t>(members)) {
+  for (int r = 0; r < members; ++r) ns_.push_back(lab_.addNamespace());
+  for (int k = 0; k < links; ++k) {
+    if (members == 2) {
+      NetLink l = lab_.addVeth(ns_[0], address(k, 0) + "/24", ns_[1], address(k, 1) + "/24");
+      links_[0].push_back(l);
+      links_[1].push_back({l.b, l.a});
+      continue;
+    }
+    const std::string bridge = lab_.addBridge();
+    for (int r = 0; r < members; ++r) {
+      links_[static_cast<size_t>(r)].push_back(lab_.attach(ns_[static_cast<size_t>(r)], address(k, r) + "/24", bridge));
+    }
+  }
+}
+
+uint64_t Rails::bytes(int r, int k) const {
+  NetBytes b = NetLab::bytes(link(r, k).a);
+  return b.tx + b.rx;
+}
+
+std::string Rails::address(int link, int rank) {
+  return "10.71." + std::to_string(link + 1) + "." + std::to_string(rank + 1);
+}
+
+std::string Rails::addresses(const std::vector<int>& links, int rank) {
+  std::string out;
+  for (int l : links) out += (out.empty() ? "" : ",") + address(l, rank);
+  return out;
 }
 
 }  // namespace mwtools

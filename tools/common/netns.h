@@ -33,6 +33,10 @@ struct NetBytes {
   uint64_t tx = 0, rx = 0;
 };
 
+// How a link is cut: taken down, or every packet on it dropped.
+enum class NetCut { LinkDown, Drop };
+const char* netCutName(NetCut how);  // "link_down", "drop"
+
 class NetLab {
  public:
   NetLab();
@@ -62,6 +66,8 @@ class NetLab {
   bool setDrop(const NetLink& link, bool drop);
   // "netem loss 100%" or "blackhole qdisc": what setDrop uses here.
   std::string dropMethod();
+  // setUp(link, !cut) or setDrop(link, cut).
+  bool setCut(const NetLink& link, NetCut how, bool cut);
 
   // The device's byte counters, from /sys/class/net/<dev>/statistics of
   // its own namespace.
@@ -81,6 +87,30 @@ class NetLab {
   int next_ = 0;
   std::vector<std::string> namespaces_, links_;  // links_: devices in this namespace
   int netem_ = -1;  // whether sch_netem exists: -1 not known yet
+};
+
+// `members` namespaces joined by `links` links, the same way for every
+// member: two members by veth pairs straight between them, more by one
+// bridge per link (a rail) with a port for each member. Link k is the subnet
+// 10.71.<k+1>.0/24, on which member r is 10.71.<k+1>.<r+1>, so every member
+// lists its addresses in the same order. Throws as NetLab does.
+class Rails {
+ public:
+  Rails(int members, int links);
+  NetLab& lab() { return lab_; }
+  const std::string& ns(int r) const { return ns_.at(static_cast<size_t>(r)); }
+  // Member r's link k; end a is in member r's namespace.
+  const NetLink& link(int r, int k) const { return links_.at(static_cast<size_t>(r)).at(static_cast<size_t>(k)); }
+  // Bytes through member r's end of link k, both directions.
+  uint64_t bytes(int r, int k) const;
+  static std::string address(int link, int rank);
+  // data_addresses for member `rank` over these links, in this order.
+  static std::string addresses(const std::vector<int>& links, int rank);
+
+ private:
+  NetLab lab_;
+  std::vector<std::string> ns_;
+  std::vector<std::vector<NetLink>> links_;
 };
 
 }  // namespace mwtools
