@@ -103,7 +103,8 @@ const std::vector<std::string>& Config::keys() {
   static const std::vector<std::string> k = {
       "redis_url",     "namespace",    "heartbeat_interval_ms", "heartbeat_timeout_ms",
       "op_timeout_ms", "bind_address", "log_level",             "store_timeout_ms",
-      "spin_us",       "max_world_size", "data_addresses",        "path_timeout_ms"};
+      "spin_us",       "max_world_size", "data_addresses",        "path_timeout_ms",
+      "path_failover"};
   return k;
 }
 
@@ -113,6 +114,8 @@ Config Config::fromEnvironment() {
   c.redis_url = (url && *url) ? url : kDefaultRedisUrl;
   const char* bind = std::getenv("MW_BIND_ADDRESS");
   if (bind && *bind) c.bind_address = bind;
+  const char* data = std::getenv("MW_DATA_ADDRESSES");
+  if (data && *data) c.data_addresses = parseAddressList("MW_DATA_ADDRESSES", data);
   return c;
 }
 
@@ -138,6 +141,11 @@ void Config::set(const std::string& key, const std::string& value) {
     data_addresses = value.empty() ? std::vector<std::string>{} : parseAddressList(key, value);
   } else if (key == "path_timeout_ms") {
     path_timeout = parseMillis(key, value, 1, 3600000);
+  } else if (key == "path_failover") {
+    if (value != "on" && value != "off") {
+      throw Error(Status::InvalidArgument, "config path_failover: '" + value + "' must be on or off");
+    }
+    path_failover = value == "on";
   } else if (key == "log_level") {
     log_level = parseLogLevel(value);
   } else if (key == "store_timeout_ms") {

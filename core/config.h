@@ -24,6 +24,9 @@ struct Config {
   // uses in doubt: the peer's heartbeat then tells a path fault from a
   // member fault.
   std::chrono::milliseconds path_timeout{100};
+  // Off: one path carries a world's data even where several are published
+  // (no acknowledgements, no failover).
+  bool path_failover = true;
   LogLevel log_level = LogLevel::Warn;
   std::chrono::milliseconds store_timeout{2000};
   // How long a wait that drives the progress engine itself spins before it
@@ -34,8 +37,8 @@ struct Config {
   // hold for a world.
   int max_world_size = 65536;
 
-  // Defaults, with redis_url and bind_address taken from MW_REDIS_URL and
-  // MW_BIND_ADDRESS when set.
+  // Defaults, with redis_url, bind_address and data_addresses taken from
+  // MW_REDIS_URL, MW_BIND_ADDRESS and MW_DATA_ADDRESSES when set.
   static Config fromEnvironment();
 
   // Throws Error(InvalidArgument) naming the key or the value.

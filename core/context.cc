@@ -237,4 +237,8 @@ void Context::worldBroken(const std::shared_ptr<World>& w, int peer_rank, const 
   if (announce) watchdog_->announce(*w, peer_rank, detail);
 }
 
+void Context::pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const std::string& detail) {
+  events_.push(Event{up ? Event::Type::PathUp : Event::Type::PathDown, w, w->name(), peer_rank, Status::Ok, detail});
+}
+
 }  // namespace mw

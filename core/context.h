@@ -55,6 +55,7 @@ class Context : public WorldOwner {
   int fd() { return readiness_->fd(); }
   void wake();
 
+  void pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const std::string& detail) override;
   void worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,
                    bool announce) override;
 

@@ -27,6 +27,9 @@ class WorldOwner {
   virtual void worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,
                            bool announce) = 0;
   virtual void destroyWorld(World* w) = 0;
+  // A data path of `w` to `peer_rank` went down or came back; the world
+  // lives on either way (MW_EVENT_PATH_DOWN / MW_EVENT_PATH_UP).
+  virtual void pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const std::string& detail) = 0;
   virtual const std::shared_ptr<CompletionQueue>& completions() const = 0;
 };
 

@@ -11,14 +11,30 @@ namespace {
 
 const char* addressKey(const Config& cfg) { return cfg.data_addresses.empty() ? "bind_address" : "data_addresses"; }
 
+std::vector<std::string> publishedPaths(const Config& cfg) {
+  std::vector<std::string> paths = cfg.configuredDataAddresses();
+  return paths.empty() ? upInterfaceAddresses() : paths;
+}
+
+// One path worker per published address when there are two or more.
+std::vector<std::string> pathDevices(const Config& cfg, const std::vector<std::string>& paths) {
+  std::vector<std::string> devices;
+  if (!cfg.path_failover || paths.size() < 2) return devices;
+  for (const auto& ip : paths) devices.push_back(interfaceOf(ip, addressKey(cfg)));
+  return devices;
+}
+
 }  // namespace
 
 UcxContext::UcxContext(const Config& cfg)
-    : engine_(std::make_shared<UcxEngine>(cfg.spin,
-                                          netDevicesFor(cfg.configuredDataAddresses(), addressKey(cfg)))),
-      links_(std::make_unique<UcxLinks>(*engine_)),
-      paths_(cfg.configuredDataAddresses()) {
-  if (paths_.empty()) paths_ = upInterfaceAddresses();
+    : paths_(publishedPaths(cfg)), path_timeout_(cfg.path_timeout), member_timeout_(cfg.heartbeat_timeout) {
+  engine_ = std::make_shared<UcxEngine>(cfg.spin, netDevicesFor(cfg.configuredDataAddresses(), addressKey(cfg)),
+                                        pathDevices(cfg, paths_));
+  links_ = std::make_unique<UcxLinks>(*engine_);
+  if (engine_->pathCount() > 0) {
+    UcxEngine::Lock lock = engine_->lock();
+    router_ = std::make_unique<UcxPathRouter>(*engine_);
+  }
 }
 
 UcxContext::~UcxContext() { shutdown(); }
@@ -28,6 +44,7 @@ void UcxContext::shutdown() {
     UcxEngine::Lock lock = engine_->lock();
     if (!links_) return;
     links_.reset();
+    router_.reset();
     engine_->progressLocked();
   }
   engine_->shutdown();

@@ -11,6 +11,7 @@
 
 #include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/ucx_links.h"
+#include "core/backends/ucx/ucx_path_wire.h"
 #include "core/config.h"
 
 namespace mw {
@@ -35,8 +36,15 @@ class UcxContext {
   // non-loopback interface that is up).
   const std::vector<std::string>& paths() const { return paths_; }
 
+  // path_timeout_ms and heartbeat_timeout_ms (ucx_failover.h).
+  std::chrono::milliseconds pathTimeout() const { return path_timeout_; }
+  std::chrono::milliseconds memberTimeout() const { return member_timeout_; }
+
   // Under the engine lock.
   UcxLinks& links() { return *links_; }
+  // Null when this context runs no path workers (fewer than two paths, or
+  // path_failover off).
+  UcxPathRouter* router() { return router_.get(); }
   // A world id no live world of this context has (1 .. 2^24-1), chosen
   // round-robin so that an id comes back only after 2^24 - 1 others.
   // Throws Error(Unsupported) when every id is in use.
@@ -51,7 +59,10 @@ class UcxContext {
  private:
   std::shared_ptr<UcxEngine> engine_;
   std::unique_ptr<UcxLinks> links_;
+  std::unique_ptr<UcxPathRouter> router_;
   std::vector<std::string> paths_;
+  const std::chrono::milliseconds path_timeout_;
+  const std::chrono::milliseconds member_timeout_;
   std::set<uint32_t> in_use_;
   uint32_t next_id_ = 1;
   std::vector<std::unique_ptr<UcxOp>> orphans_;

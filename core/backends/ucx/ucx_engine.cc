@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -62,7 +63,26 @@ bool ucxUsable() noexcept {
   return usable;
 }
 
-UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devices) : spin_(spin) {
+namespace {
+
+// A ucp_context and its worker: the engine's main one (tag matching, every
+// device unless `net_devices` narrows them) or a path's (active messages,
+// TCP on one device).
+struct WorkerParts {
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+  std::string address;
+  int fd = -1;
+
+  void release() {
+    if (worker) ucp_worker_destroy(worker);
+    if (context) ucp_cleanup(context);
+    worker = nullptr;
+    context = nullptr;
+  }
+};
+
+WorkerParts makeWorker(const std::string& net_devices, bool path) {
   ucp_config_t* config = nullptr;  // the usual UCX_* environment variables
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) fail("reading the configuration (UCX_* variables)", s);
@@ -70,40 +90,60 @@ UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devi
   // of each. The world already reported it: keep UCX to errors unless the
   // program chose a level itself.
   if (!std::getenv("UCX_LOG_LEVEL")) ucp_config_modify(config, "LOG_LEVEL", "error");
-  if (!net_devices.empty() && !std::getenv("UCX_NET_DEVICES")) {
+  // A path worker has its device whatever the environment says: that is
+  // what makes it a path. Sockets are what every device has.
+  if (!net_devices.empty() && (path || !std::getenv("UCX_NET_DEVICES"))) {
     s = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
     if (s != UCS_OK) {
       ucp_config_release(config);
       fail(("restricting it to the devices " + net_devices).c_str(), s);
     }
   }
+  if (path && !std::getenv("UCX_TLS")) ucp_config_modify(config, "TLS", "tcp");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
-  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  params.features = (path ? UCP_FEATURE_AM : UCP_FEATURE_TAG) | UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 0;
-  params.name = "multiworld";
-  s = ucp_init(&params, config, &context_);
+  params.name = path ? "multiworld-path" : "multiworld";
+  WorkerParts parts;
+  s = ucp_init(&params, config, &parts.context);
   ucp_config_release(config);
   if (s != UCS_OK) fail("ucp_init", s);
-
   try {
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // our lock serialises every call
     {
       SigpipeBlockedForNewThreads no_sigpipe;  // UCX's async thread writes to sockets
-      s = ucp_worker_create(context_, &wp, &worker_);
+      s = ucp_worker_create(parts.context, &wp, &parts.worker);
     }
     if (s != UCS_OK) fail("ucp_worker_create", s);
     ucp_address_t* addr = nullptr;
     size_t len = 0;
-    s = ucp_worker_get_address(worker_, &addr, &len);
+    s = ucp_worker_get_address(parts.worker, &addr, &len);
     if (s != UCS_OK) fail("ucp_worker_get_address", s);
-    address_.assign(reinterpret_cast<const char*>(addr), len);
-    ucp_worker_release_address(worker_, addr);
-    s = ucp_worker_get_efd(worker_, &worker_fd_);
+    parts.address.assign(reinterpret_cast<const char*>(addr), len);
+    ucp_worker_release_address(parts.worker, addr);
+    s = ucp_worker_get_efd(parts.worker, &parts.fd);
     if (s != UCS_OK) fail("ucp_worker_get_efd", s);
+  } catch (...) {
+    parts.release();
+    throw;
+  }
+  return parts;
+}
 
+}  // namespace
+
+UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devices,
+                     const std::vector<std::string>& path_devices)
+    : spin_(spin) {
+  WorkerParts main = makeWorker(net_devices, false);
+  context_ = main.context;
+  worker_ = main.worker;
+  address_ = main.address;
+  worker_fd_ = main.fd;
+  try {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (epoll_fd_ < 0 || wake_fd_ < 0) {
@@ -115,16 +155,41 @@ UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devi
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, worker_fd_, &ev);
     ev.data.u64 = kWakeTag;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+    for (const std::string& device : path_devices) addPathWorker(device);
 
     SigpipeBlockedForNewThreads no_sigpipe;
     thread_ = std::thread([this] { run(); });
   } catch (...) {
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
     if (wake_fd_ >= 0) ::close(wake_fd_);
-    if (worker_) ucp_worker_destroy(worker_);
-    ucp_cleanup(context_);
+    for (PathWorker& p : paths_) WorkerParts{p.context, p.worker, {}, -1}.release();
+    main.release();
     throw;
   }
+}
+
+void UcxEngine::addPathWorker(const std::string& device) {
+  WorkerParts parts = makeWorker(device, true);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWorkerTag;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, parts.fd, &ev);
+  paths_.push_back(PathWorker{parts.context, parts.worker, parts.address, parts.fd});
+}
+
+bool UcxEngine::armAll() {
+  bool quiet = true;
+  forEachWorker([&](ucp_worker_h w) {
+    const ucs_status_t armed = ucp_worker_arm(w);
+    if (armed == UCS_ERR_BUSY) {
+      quiet = false;
+    } else if (armed != UCS_OK) {
+      // Cannot happen with UCP_FEATURE_WAKEUP; never spin on it regardless.
+      MW_LOG(LogLevel::Error, "ucp_worker_arm: %s", ucs_status_string(armed));
+      quiet = false;
+    }
+  });
+  return quiet;
 }
 
 UcxEngine::~UcxEngine() { shutdown(); }
@@ -141,6 +206,8 @@ void UcxEngine::shutdown() {
   for (auto& [pid, w] : watches_) ::close(w.pidfd);
   watches_.clear();
   watch_pid_.clear();
+  for (PathWorker& p : paths_) WorkerParts{p.context, p.worker, {}, -1}.release();
+  paths_.clear();
   ucp_worker_destroy(worker_);
   worker_ = nullptr;
   ucp_cleanup(context_);
@@ -164,7 +231,9 @@ bool UcxEngine::progressLocked() {
   // Bounded: under a stream of arrivals progress never runs dry, and the
   // lock must change hands now and then.
   bool any = false;
-  for (int i = 0; i < kProgressRounds && ucp_worker_progress(worker_) != 0; ++i) any = true;
+  forEachWorker([&](ucp_worker_h w) {
+    for (int i = 0; i < kProgressRounds && ucp_worker_progress(w) != 0; ++i) any = true;
+  });
   runDeferred();
   return any;
 }
@@ -224,7 +293,7 @@ void UcxEngine::run() {
   epoll_event events[16];
   std::chrono::microseconds backoff = kFirstBackoff;
   for (;;) {
-    ucs_status_t armed;
+    bool quiet;
     bool sends_wait;
     std::chrono::steady_clock::time_point next_timer;
     {
@@ -232,12 +301,8 @@ void UcxEngine::run() {
       if (stop_) return;
       if (progressLocked()) backoff = kFirstBackoff;
       next_timer = fireTimers();
-      armed = ucp_worker_arm(worker_);
+      quiet = armAll();
       sends_wait = waiting_sends_ > 0;
-    }
-    if (armed != UCS_OK && armed != UCS_ERR_BUSY) {
-      // Cannot happen with UCP_FEATURE_WAKEUP; never spin on it regardless.
-      MW_LOG(LogLevel::Error, "ucp_worker_arm: %s", ucs_status_string(armed));
     }
     // Busy: more came in while progressing, so only look at the other fds
     // (a peer's death must not wait for the traffic to stop). Sends
@@ -248,11 +313,11 @@ void UcxEngine::run() {
     auto sleep = next_timer == std::chrono::steady_clock::time_point::max()
                      ? std::chrono::nanoseconds::max()
                      : std::chrono::duration_cast<std::chrono::nanoseconds>(next_timer - now);
-    if (sends_wait || armed != UCS_OK) {
+    if (sends_wait || !quiet) {
       sleep = std::min<std::chrono::nanoseconds>(sleep, backoff);
       backoff = std::min(backoff * 2, kLastBackoff);
     }
-    if (armed == UCS_ERR_BUSY || sleep.count() <= 0) {
+    if (!quiet || sleep.count() <= 0) {
       n = epoll_wait(epoll_fd_, events, 16, 0);
     } else if (sleep == std::chrono::nanoseconds::max()) {
       n = epoll_wait(epoll_fd_, events, 16, -1);
@@ -316,6 +381,15 @@ void UcxEngine::unwatchProcess(WatchId id) {
     ::close(w->second.pidfd);  // closing removes it from the epoll set
     watches_.erase(w);
   }
+}
+
+bool UcxEngine::processGone(int pid) {
+  auto w = watches_.find(pid);
+  if (w == watches_.end()) return false;
+  pollfd p{w->second.pidfd, POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  processExited(pid);
+  return true;
 }
 
 void UcxEngine::processExited(int pid) {

@@ -2,6 +2,12 @@
 // at most one progress thread, whatever the number of worlds (UCX's own
 // model: one worker progressed by whoever waits on it).
 //
+// A context with several data paths (ucx_failover.h) also has one worker
+// per path, each in a ucp_context of its own restricted to the path's
+// network device: UCX 1.13 picks an endpoint's device itself, so a worker
+// that has only one device is how an endpoint stays on its path. The same
+// thread and the same lock serve them all.
+//
 // Every call into the worker happens under the engine's lock. The progress
 // thread sleeps in epoll on the worker's event fd (ucp_worker_arm), an
 // eventfd for wake-ups and the pidfds of watched peer processes; it
@@ -34,7 +40,9 @@ class UcxEngine : public ProgressDriver {
   // Throws Error(Backend) when UCX cannot be initialised. `net_devices`
   // (UCX_NET_DEVICES syntax; empty: all) applies unless the environment
   // sets UCX_NET_DEVICES itself.
-  UcxEngine(std::chrono::microseconds spin, const std::string& net_devices);
+  // `path_devices`: one path worker per device, in order (may be empty).
+  UcxEngine(std::chrono::microseconds spin, const std::string& net_devices,
+            const std::vector<std::string>& path_devices = {});
   ~UcxEngine() override;
   UcxEngine(const UcxEngine&) = delete;
   UcxEngine& operator=(const UcxEngine&) = delete;
@@ -53,6 +61,9 @@ class UcxEngine : public ProgressDriver {
   // Under the lock.
   ucp_worker_h worker() const { return worker_; }
   const std::string& address() const { return address_; }
+  size_t pathCount() const { return paths_.size(); }
+  ucp_worker_h pathWorker(size_t path) const { return paths_[path].worker; }
+  const std::string& pathAddress(size_t path) const { return paths_[path].address; }
   void defer(std::function<void()> work);
 
   // Wakes the progress thread so it progresses and re-arms: after posting
@@ -86,6 +97,10 @@ class UcxEngine : public ProgressDriver {
   using WatchId = uint64_t;
   bool watchProcess(int pid, unsigned long long start_ticks, std::function<void()> exited, WatchId& id);
   void unwatchProcess(WatchId id);
+  // Under the lock: true when the watched process `pid` has exited, in
+  // which case its listeners have been called, as its pidfd would have.
+  // For a transport error that may be a death the pidfd has not told yet.
+  bool processGone(int pid);
 
   // Under the lock: runs `fire` on the progress thread, under the lock, at
   // `when` (op_timeout_ms). Cancelling a timer that fired does nothing.
@@ -99,12 +114,26 @@ class UcxEngine : public ProgressDriver {
   void shutdown();
 
  private:
+  struct PathWorker {
+    ucp_context_h context = nullptr;
+    ucp_worker_h worker = nullptr;
+    std::string address;
+    int fd = -1;
+  };
   struct Watch {
     int pidfd = -1;
     std::map<WatchId, std::function<void()>> listeners;
   };
 
   void run();
+  void addPathWorker(const std::string& device);
+  bool armAll();  // under the lock; false when a worker has events waiting
+  // The main worker and each path's, without allocating (hot path).
+  template <typename F>
+  void forEachWorker(F f) const {
+    f(worker_);
+    for (const PathWorker& p : paths_) f(p.worker);
+  }
   void runDeferred();  // under the lock
   // Under the lock: fires due timers; the time the next one is due.
   std::chrono::steady_clock::time_point fireTimers();
@@ -115,6 +144,7 @@ class UcxEngine : public ProgressDriver {
   ucp_worker_h worker_ = nullptr;
   std::string address_;
   int worker_fd_ = -1;
+  std::vector<PathWorker> paths_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
 

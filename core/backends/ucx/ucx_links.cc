@@ -13,23 +13,11 @@ uint64_t UcxLink::listen(std::function<void(const std::string&)> on_failure) {
 
 void UcxLink::unlisten(uint64_t id) { listeners_.erase(id); }
 
-std::shared_ptr<UcxLink> UcxLinks::connect(const UcxPeerInfo& peer) {
+std::shared_ptr<UcxLink> UcxLinks::connect(const UcxPeerInfo& peer, bool endpoint) {
   auto link = std::make_shared<UcxLink>();
   link->table_ = this;
   link->pid_ = peer.pid;
-
-  ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.address = reinterpret_cast<const ucp_address_t*>(peer.address.data());
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  params.err_handler.cb = &UcxLinks::onEndpointError;
-  params.err_handler.arg = link.get();
-  ucs_status_t s = ucp_ep_create(engine_.worker(), &params, &link->ep_);
-  if (s != UCS_OK) {
-    throw Error(Status::Backend, std::string("UCX cannot connect to pid ") + std::to_string(peer.pid) + ": " +
-                                     ucs_status_string(s));
-  }
+  if (endpoint) openEndpoint(*link, peer);
   const UcxPeerInfo self = thisProcess();
   if (peer.host == self.host && peer.pid != self.pid) {
     UcxLink* raw = link.get();
@@ -42,6 +30,21 @@ std::shared_ptr<UcxLink> UcxLinks::connect(const UcxPeerInfo& peer) {
     }
   }
   return link;
+}
+
+void UcxLinks::openEndpoint(UcxLink& link, const UcxPeerInfo& peer) {
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.address = reinterpret_cast<const ucp_address_t*>(peer.address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = &UcxLinks::onEndpointError;
+  params.err_handler.arg = &link;
+  ucs_status_t s = ucp_ep_create(engine_.worker(), &params, &link.ep_);
+  if (s != UCS_OK) {
+    throw Error(Status::Backend, std::string("UCX cannot connect to pid ") + std::to_string(peer.pid) + ": " +
+                                     ucs_status_string(s));
+  }
 }
 
 void UcxLinks::release(const std::shared_ptr<UcxLink>& link) { close(*link); }

@@ -40,6 +40,7 @@ class UcxLink : public std::enable_shared_from_this<UcxLink> {
   bool failed() const { return failed_; }
   const std::string& failure() const { return failure_; }
   int pid() const { return pid_; }
+  bool watched() const { return watched_; }
 
   // `on_failure` runs (deferred, under the engine lock) when the link fails.
   uint64_t listen(std::function<void(const std::string& why)> on_failure);
@@ -63,14 +64,17 @@ class UcxLinks {
   explicit UcxLinks(UcxEngine& engine) : engine_(engine) {}
 
   // A new link to `peer`'s worker. Throws Error(Backend) when UCX cannot
-  // make the endpoint or the peer process is gone.
-  std::shared_ptr<UcxLink> connect(const UcxPeerInfo& peer);
+  // make the endpoint or the peer process is gone. Without `endpoint` the
+  // link only watches the process (a world whose data goes over its paths,
+  // ucx_failover.h).
+  std::shared_ptr<UcxLink> connect(const UcxPeerInfo& peer, bool endpoint = true);
   // A world is done with `link`: its endpoint is force-closed, completing
   // whatever is still pending on it (Cancelled).
   void release(const std::shared_ptr<UcxLink>& link);
 
  private:
   friend class UcxLink;
+  void openEndpoint(UcxLink& link, const UcxPeerInfo& peer);
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   void fail(UcxLink& link, const std::string& why);
   void close(UcxLink& link);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/backends/ucx/ucx_failover.h"
 #include "core/backends/ucx/ucx_tag.h"
 #include "core/backends/ucx/ucx_world.h"
 
@@ -28,10 +29,17 @@ void UcxOp::abort() {
   if (world_) finish(world_->failure());
   std::vector<UcxTransfer*> recvs;
   for (UcxTransfer* t : posted_) {
-    if (t->recv && t->request) recvs.push_back(t);
+    if (t->recv) recvs.push_back(t);
   }
-  for (UcxTransfer* t : recvs) {
-    if (t->in_flight && t->request) ucp_request_cancel(world_->worker(), t->request);
+  for (UcxTransfer* t : recvs) cancelRecv(*t);
+}
+
+void UcxOp::cancelRecv(UcxTransfer& t) {
+  if (!t.in_flight) return;
+  if (t.request) {
+    ucp_request_cancel(world_->worker(), t.request);
+  } else if (t.path_recv) {
+    world_->failover()->cancelRecv(t.path_recv);
   }
 }
 
@@ -43,8 +51,8 @@ void UcxOp::peerDeparted(int peer) {
   for (UcxTransfer* t : involved) {
     if (!t->recv) {
       finish(world_->failure());  // it will never be received
-    } else if (t->in_flight && t->request) {
-      ucp_request_cancel(world_->worker(), t->request);  // one already receiving stays
+    } else {
+      cancelRecv(*t);  // one already receiving stays
     }
   }
 }
@@ -76,6 +84,10 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
     ended(t, UCS_ERR_CANCELED, 0);
     return;
   }
+  if (world_->failover()) {
+    postOnPaths(t, channel, buffer);
+    return;
+  }
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.user_data = &t;
@@ -105,7 +117,26 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
   // else the callback ran inside the call and freed the request
 }
 
+void UcxOp::postOnPaths(UcxTransfer& t, uint64_t channel, void* buffer) {
+  UcxFailover& paths = *world_->failover();
+  UcxTransfer* tp = &t;
+  if (t.recv) {
+    const uint64_t id = paths.recv(t.peer, channel, buffer, t.bytes, [this, tp](ucs_status_t s, size_t length) {
+      tp->path_recv = 0;
+      Entry entry(*this);
+      ended(*tp, s, length);
+    });
+    if (t.in_flight) t.path_recv = id;
+  } else {
+    paths.send(t.peer, channel, buffer, t.bytes, [this, tp](ucs_status_t s) {
+      Entry entry(*this);
+      ended(*tp, s, tp->bytes);
+    });
+  }
+}
+
 bool UcxOp::arrived(const UcxTransfer& t, uint64_t channel) {
+  if (world_->failover()) return world_->failover()->arrived(t.peer, channel);
   ucp_tag_recv_info_t info;
   return ucp_tag_probe_nb(world_->worker(), world_->recvTag(t.peer, channel), ucxtag::kExact, 0, &info) != nullptr;
 }
@@ -157,11 +188,11 @@ void UcxP2p::start() {
 }
 
 bool UcxP2p::takeBack() {
-  if (!transfer_.recv || !transfer_.in_flight || !transfer_.request) return false;
+  if (!transfer_.recv || !transfer_.in_flight || !(transfer_.request || transfer_.path_recv)) return false;
   // Removes a receive nothing matched yet, calling it back at once;
   // one already receiving stays.
   taking_back_ = true;
-  ucp_request_cancel(world_->worker(), transfer_.request);
+  cancelRecv(transfer_);
   taking_back_ = false;
   return !transfer_.in_flight;
 }

@@ -29,6 +29,7 @@ class UcxOp;
 struct UcxTransfer {
   UcxOp* op = nullptr;
   void* request = nullptr;  // UCX's, while in flight
+  uint64_t path_recv = 0;   // a receive waiting in the world's UcxFailover
   int peer = -1;
   bool recv = false;
   bool in_flight = false;
@@ -81,6 +82,9 @@ class UcxOp {
   void orphan();
 
  protected:
+  // Takes back a receive nothing matched yet (it ends Cancelled, possibly
+  // inside the call); one already receiving stays.
+  void cancelRecv(UcxTransfer& t);
   // Posts `t` (its peer, recv, bytes filled in) on `channel`. A transfer
   // UCX completes at once comes back through transferDone() before this
   // returns.
@@ -96,6 +100,8 @@ class UcxOp {
 
  private:
   bool arrived(const UcxTransfer& t, uint64_t channel);
+  // A world with several paths sends and receives through its UcxFailover.
+  void postOnPaths(UcxTransfer& t, uint64_t channel, void* buffer);
   static void onSend(void* request, ucs_status_t status, void* arg);
   static void onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* arg);
   void ended(UcxTransfer& t, ucs_status_t status, size_t length);

@@ -110,10 +110,13 @@ std::string encodePeerInfo(const UcxPeerInfo& info) {
   out += info.address;
   put<uint8_t>(out, static_cast<uint8_t>(std::min(info.paths.size(), kMaxPaths)));
   for (size_t i = 0; i < info.paths.size() && i < kMaxPaths; ++i) {
-    const std::string& path = info.paths[i];
-    const size_t n = std::min(path.size(), kMaxPathText);
+    const UcxPath& path = info.paths[i];
+    const size_t n = std::min(path.ip.size(), kMaxPathText);
     put<uint8_t>(out, static_cast<uint8_t>(n));
-    out.append(path, 0, n);
+    out.append(path.ip, 0, n);
+    const size_t w = std::min(path.worker.size(), kMaxAddress);
+    put<uint32_t>(out, static_cast<uint32_t>(w));
+    out.append(path.worker, 0, w);
   }
   return out;
 }
@@ -135,8 +138,10 @@ bool decodePeerInfo(const std::string& bytes, UcxPeerInfo& out) {
   if (!r.get(paths) || paths > kMaxPaths) return false;
   for (uint8_t i = 0; i < paths; ++i) {
     uint8_t n = 0;
-    std::string path;
-    if (!r.get(n) || n == 0 || !r.bytes(n, path)) return false;
+    uint32_t w = 0;
+    UcxPath path;
+    if (!r.get(n) || n == 0 || !r.bytes(n, path.ip)) return false;
+    if (!r.get(w) || w > kMaxAddress || !r.bytes(w, path.worker)) return false;
     p.paths.push_back(std::move(path));
   }
   if (!r.atEnd()) return false;

@@ -9,14 +9,22 @@
 
 namespace mw {
 
+// One data path of a member: a local IP address, and the address of the
+// worker that carries the path (empty when its context runs no path
+// workers: fewer than two paths, or path_failover off).
+struct UcxPath {
+  std::string ip;
+  std::string worker;
+};
+
 struct UcxPeerInfo {
   std::string address;            // ucp worker address
   uint32_t world_id = 0;          // this world's id at that member's context
   std::string host;               // same value: same host and pid namespace
   int pid = 0;
   unsigned long long start_ticks = 0;  // /proc/<pid>/stat field 22
-  // Its data paths: local addresses in order of preference.
-  std::vector<std::string> paths;
+  // Its data paths, in order of preference.
+  std::vector<UcxPath> paths;
 };
 
 // This process's host, pid and start time; world_id and address empty.

@@ -1,5 +1,7 @@
 #include "core/backends/ucx/ucx_world.h"
 
+#include <algorithm>
+
 #include "core/store/kv_store.h"
 #include "core/backends/ucx/ucx_collective.h"
 #include "core/backends/ucx/ucx_links.h"
@@ -42,6 +44,7 @@ struct UcxWorld::Control {
   void* request = nullptr;
   bool ended = false;
   uint64_t word = 0;
+  uint64_t path_recv = 0;  // the receive, in a world that sends over its paths
 
   static void onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, void* arg) {
     auto* c = static_cast<Control*>(arg);
@@ -64,10 +67,19 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
     id = ucx->allocateWorldId();
   }
   std::unique_ptr<UcxWorld> w(new UcxWorld(ucx, rank, id));
+  UcxEngine& engine = *ucx->engine();
   UcxPeerInfo self = thisProcess();
-  self.address = ucx->engine()->address();
+  self.address = engine.address();
   self.world_id = id;
-  self.paths = ucx->paths();
+  for (size_t i = 0; i < ucx->paths().size(); ++i) {
+    self.paths.push_back(UcxPath{ucx->paths()[i], i < engine.pathCount() ? engine.pathAddress(i) : std::string()});
+  }
+  if (ucx->router()) {
+    // Before the record is out: a peer may send as soon as it read it.
+    UcxEngine::Lock lock = engine.lock();
+    w->failover_ = std::make_shared<UcxFailover>(engine, *ucx->router(), id, rank, size, ucx->pathTimeout(),
+                                                 ucx->memberTimeout());
+  }
   KvStore store(pool, store_prefix, size, deadline);
   const std::string mine = encodePeerInfo(self);
   store.set(std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
@@ -79,14 +91,25 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
                                      store_prefix + " is malformed (" + std::to_string(bytes.size()) + " bytes)");
     }
   }
-  UcxEngine::Lock lock = ucx->engine()->lock();
+  // Every member decides alike, from the same records.
+  const bool on_paths = std::all_of(infos.begin(), infos.end(), [](const UcxPeerInfo& info) {
+    return info.paths.size() >= 2 &&
+           std::all_of(info.paths.begin(), info.paths.end(), [](const UcxPath& p) { return !p.worker.empty(); });
+  });
+  UcxEngine::Lock lock = engine.lock();
+  if (w->failover_ && !on_paths) {
+    w->failover_->close();
+    w->failover_.reset();
+  }
   w->peers_.resize(static_cast<size_t>(size));
   w->departed_.assign(static_cast<size_t>(size), false);
   for (int r = 0; r < size; ++r) {
     Peer& p = w->peers_[static_cast<size_t>(r)];
-    p.world_id = infos[static_cast<size_t>(r)].world_id;
-    p.paths = infos[static_cast<size_t>(r)].paths;
-    p.link = ucx->links().connect(infos[static_cast<size_t>(r)]);
+    const UcxPeerInfo& info = infos[static_cast<size_t>(r)];
+    p.world_id = info.world_id;
+    p.paths = info.paths;
+    p.link = ucx->links().connect(info, !w->failover_);
+    if (w->failover_) w->failover_->connect(r, info.world_id, self.paths, info.paths);
   }
   return w;
 }
@@ -98,6 +121,7 @@ UcxWorld::~UcxWorld() {
   if (!stopped_) {
     // Never started (rendezvous failed): only links and the id to give back.
     UcxEngine::Lock lock = ucx_->engine()->lock();
+    if (failover_) failover_->close();
     for (Peer& p : peers_) {
       if (p.link) ucx_->links().release(p.link);
     }
@@ -115,12 +139,26 @@ void UcxWorld::start(World& world) {
     p.listening = true;
     if (r != rank_) postControl(r);
   }
+  if (failover_) startFailover();
   for (int r = 0; r < size(); ++r) {
     // A link may have failed between rendezvous and now.
     if (peers_[static_cast<size_t>(r)].link->failed()) {
       onLinkFailed(r, peers_[static_cast<size_t>(r)].link->failure());
     }
   }
+}
+
+void UcxWorld::startFailover() {
+  UcxFailover::Hooks hooks;
+  hooks.path_changed = [this](int peer, bool up, const std::string& detail) {
+    world_->owner().pathChanged(world_->shared_from_this(), peer, up, detail);
+  };
+  hooks.unreachable = [this](int peer, const std::string& detail) { transportFailed(peer, detail); };
+  hooks.gone = [this](int peer) {
+    const UcxLink& link = *peers_[static_cast<size_t>(peer)].link;
+    return link.failed() || (link.watched() && ucx_->engine()->processGone(link.pid()));
+  };
+  failover_->start(std::move(hooks));
 }
 
 ucp_ep_h UcxWorld::endpoint(int peer) const { return peers_[static_cast<size_t>(peer)].link->ep(); }
@@ -195,6 +233,7 @@ bool UcxWorld::runsWhenBroken(const OpDesc& op) {
   if (op.kind != OpKind::Recv) return false;
   UcxEngine::Lock lock = ucx_->engine()->lock();
   if (aborted_ || !departed(op.peer)) return false;
+  if (failover_) return failover_->arrived(op.peer, ucxtag::kP2p);
   ucp_tag_recv_info_t info;
   return ucp_tag_probe_nb(worker(), recvTag(op.peer, ucxtag::kP2p), ucxtag::kExact, 0, &info) != nullptr;
 }
@@ -226,6 +265,18 @@ void UcxWorld::postControl(int peer) {
   auto c = std::make_unique<Control>();
   c->world = this;
   c->peer = peer;
+  if (failover_) {
+    Control* raw = c.get();
+    control_.push_back(std::move(c));
+    const uint64_t id = failover_->recv(peer, ucxtag::kControl, &raw->word, sizeof raw->word,
+                                        [raw](ucs_status_t status, size_t) {
+                                          raw->path_recv = 0;
+                                          raw->ended = true;
+                                          if (raw->world) raw->world->onControl(raw->peer, status);
+                                        });
+    if (!raw->ended) raw->path_recv = id;
+    return;
+  }
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   param.cb.recv = &Control::onRecv;
@@ -278,6 +329,7 @@ void UcxWorld::abortAll() {
   aborted_ = true;
   for (auto& c : control_) {
     if (c->request) ucp_request_cancel(worker(), c->request);
+    if (c->path_recv) failover_->cancelRecv(c->path_recv);
   }
   for (auto [req, op] : pendingNow()) {
     if (!stillPending(req, op)) continue;  // an earlier abort finished it
@@ -307,6 +359,7 @@ void UcxWorld::abandonWhatOnlyGonePeersHold() {
 
 void UcxWorld::forceCloseLinks() {
   drainArrivals();
+  if (failover_) failover_->close();
   for (Peer& p : peers_) {
     if (p.listening) p.link->unlisten(p.listener);
     p.listening = false;
@@ -322,6 +375,10 @@ void UcxWorld::forceCloseLinks() {
 // every world, so it only mops up the few collective messages that came
 // ahead of their operation.
 void UcxWorld::drainArrivals() {
+  if (failover_) {
+    failover_->dropArrivals();
+    return;
+  }
   auto drop = [&](uint64_t tag, uint64_t mask) {
     ucp_tag_recv_info_t info;
     while (ucp_tag_message_h message = ucp_tag_probe_nb(worker(), tag, mask, 1, &info)) {
@@ -353,6 +410,15 @@ void UcxWorld::sendGoodbyes() {
   param.user_data = this;
   for (int r = 0; r < size(); ++r) {
     Peer& p = peers_[static_cast<size_t>(r)];
+    if (failover_ && r != rank_ && !p.link->failed()) {
+      // Acknowledged once the peer has it: no flush to wait for.
+      ++flushing_;
+      failover_->send(r, ucxtag::kControl, &kBye, sizeof kBye, [this](ucs_status_t) {
+        --flushing_;
+        drained_.notify_all();
+      });
+      continue;
+    }
     if (r == rank_ || p.link->failed() || !p.link->ep()) continue;
     // After everything else sent on the endpoint; the flush tells when it
     // left, before the endpoint is closed.

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/backends/ucx/ucx_context.h"
+#include "core/backends/ucx/ucx_failover.h"
 #include "core/deadline.h"
 #include "core/ordered_completions.h"
 #include "core/world_backend.h"
@@ -60,6 +61,9 @@ class UcxWorld : public WorldBackend {
   uint64_t sendTag(int peer, uint64_t channel) const;
   uint64_t recvTag(int peer, uint64_t channel) const;
   bool peerGone(int peer) const;  // its link failed: UCX will never finish with it
+  // Null unless every member published two or more paths: then the data
+  // goes through it (ucx_failover.h) instead of tagged endpoints.
+  UcxFailover* failover() const { return failover_.get(); }
   // It left the world (its goodbye came after everything it sent): what
   // it sent can still be received, nothing more will come from it, and
   // nothing sent to it will be received.
@@ -77,7 +81,7 @@ class UcxWorld : public WorldBackend {
   struct Peer {
     std::shared_ptr<UcxLink> link;
     uint32_t world_id = 0;  // this world's id at the peer
-    std::vector<std::string> paths;  // the data addresses it published
+    std::vector<UcxPath> paths;  // the data paths it published
     uint64_t listener = 0;
     bool listening = false;
   };
@@ -85,6 +89,7 @@ class UcxWorld : public WorldBackend {
 
   UcxWorld(std::shared_ptr<UcxContext> ucx, int rank, uint32_t world_id);
   void postControl(int peer);
+  void startFailover();
   void onControl(int peer, ucs_status_t status);
   void peerDeparted(int peer);
   void abortAll();
@@ -103,6 +108,7 @@ class UcxWorld : public WorldBackend {
   const int rank_;
   const uint32_t world_id_;  // ours: in the tags of messages to us
   std::vector<Peer> peers_;
+  std::shared_ptr<UcxFailover> failover_;
   World* world_ = nullptr;
 
   // Under the engine lock.

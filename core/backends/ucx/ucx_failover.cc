@@ -1,0 +1,441 @@
+#include "core/backends/ucx/ucx_failover.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace mw {
+
+// A message kept until the peer acknowledges it.
+struct UcxFailover::Outgoing {
+  pathwire::Header header;  // UCX reads it until the send completes
+  const void* buffer = nullptr;
+  size_t bytes = 0;
+  SendDone done;
+  unsigned in_ucx = 0;  // sends of it UCX still holds (the buffer is read)
+  bool acked = false;
+};
+
+// One send of a message on one endpoint, for its completion callback.
+struct UcxFailover::Attempt {
+  std::shared_ptr<Outgoing> out;
+  std::weak_ptr<UcxFailover> owner;
+  UcxEngine* engine = nullptr;
+  int peer = 0;
+  uint64_t ep_serial = 0;
+};
+
+// What an endpoint's error handler needs; freed when the endpoint closes.
+struct UcxFailover::EpGuard {
+  std::weak_ptr<UcxFailover> owner;
+  UcxEngine* engine = nullptr;
+  int peer = 0;
+  uint64_t serial = 0;
+};
+
+UcxFailover::UcxFailover(UcxEngine& engine, UcxPathRouter& router, uint32_t world_id, int rank, int size,
+                         std::chrono::milliseconds path_timeout, std::chrono::milliseconds member_timeout)
+    : engine_(engine),
+      router_(router),
+      world_id_(world_id),
+      rank_(rank),
+      path_timeout_(path_timeout),
+      member_timeout_(member_timeout),
+      peers_(static_cast<size_t>(size)) {
+  for (int r = 0; r < size; ++r) peers_[static_cast<size_t>(r)].rank = r;
+  router_.add(world_id_, this);
+}
+
+UcxFailover::~UcxFailover() { close(); }
+
+void UcxFailover::connect(int peer, uint32_t world_id, const std::vector<UcxPath>& mine,
+                          const std::vector<UcxPath>& theirs) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  p.world_id = world_id;
+  const size_t n = std::min({mine.size(), theirs.size(), engine_.pathCount()});
+  p.paths.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    Path& path = p.paths[i];
+    path.index = i;
+    path.local_ip = mine[i].ip;
+    path.peer_ip = theirs[i].ip;
+    path.peer_worker = theirs[i].worker;
+    path.ep = openEndpoint(p, i, path.ep_serial);
+  }
+  p.connected = true;
+}
+
+void UcxFailover::start(Hooks hooks) { hooks_ = std::move(hooks); }
+
+void UcxFailover::close() {
+  if (closed_) return;
+  closed_ = true;
+  router_.remove(world_id_);
+  if (timer_) engine_.cancel(timer_);
+  timer_ = 0;
+  // Closing completes what UCX holds (Cancelled); then what it never got,
+  // and every receive, end here.
+  for (Peer& p : peers_) {
+    for (Path& path : p.paths) {
+      closeEndpoint(path.ep, path.ep_serial);
+      closeEndpoint(path.probe_ep, path.probe_serial);
+    }
+  }
+  dropArrivals();
+  for (Peer& p : peers_) {
+    auto sends = std::move(p.unacked);
+    p.unacked.clear();
+    for (auto& o : sends) o->done(UCS_ERR_CANCELED);
+    auto posted = std::move(p.posted);
+    p.posted.clear();
+    for (auto& [channel, queue] : posted) {
+      for (Posted& r : queue) r.done(UCS_ERR_CANCELED, 0);
+    }
+  }
+  recv_index_.clear();
+  guards_.clear();
+}
+
+ucp_ep_h UcxFailover::openEndpoint(Peer& p, size_t path, uint64_t& serial) {
+  serial = next_serial_++;
+  auto guard = std::make_unique<EpGuard>(EpGuard{weak_from_this(), &engine_, p.rank, serial});
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.address = reinterpret_cast<const ucp_address_t*>(p.paths[path].peer_worker.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t status) {
+    auto* g = static_cast<EpGuard*>(arg);
+    // Inside progress: the endpoint closes once it returned.
+    g->engine->defer([owner = g->owner, peer = g->peer, serial = g->serial, status] {
+      if (auto f = owner.lock()) f->onEndpointError(peer, serial, status);
+    });
+  };
+  params.err_handler.arg = guard.get();
+  ucp_ep_h ep = nullptr;
+  const ucs_status_t s = ucp_ep_create(engine_.pathWorker(path), &params, &ep);
+  if (s == UCS_OK) guards_[serial] = std::move(guard);
+  if (s != UCS_OK) {
+    throw Error(Status::Backend, "UCX cannot connect path " + std::to_string(path) + " to rank " +
+                                     std::to_string(p.rank) + " at " + p.paths[path].peer_ip + ": " +
+                                     ucs_status_string(s));
+  }
+  return ep;
+}
+
+void UcxFailover::closeEndpoint(ucp_ep_h& ep, uint64_t serial) {
+  if (!ep) return;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;  // completes what is pending on it, Cancelled
+  ucp_ep_h closing = ep;
+  ep = nullptr;
+  void* r = ucp_ep_close_nbx(closing, &param);
+  if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
+  guards_.erase(serial);  // a closed endpoint reports nothing more
+}
+
+std::string UcxFailover::pathName(const Peer& p, const Path& path) const {
+  return "path " + std::to_string(path.index) + " (" + path.local_ip + " to " + path.peer_ip + ") to rank " +
+         std::to_string(p.rank);
+}
+
+// ---------------------------------------------------------------- sending
+
+void UcxFailover::send(int peer, uint64_t channel, const void* buffer, size_t bytes, SendDone done) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  if (closed_) {
+    done(UCS_ERR_CANCELED);
+    return;
+  }
+  auto o = std::make_shared<Outgoing>();
+  o->header.to_world = p.world_id;
+  o->header.from_world = world_id_;
+  o->header.from_rank = static_cast<uint32_t>(rank_);
+  o->header.channel = channel;
+  o->header.seq = p.next_seq++;
+  o->buffer = buffer;
+  o->bytes = bytes;
+  o->done = std::move(done);
+  if (p.unacked.empty()) p.progress = Clock::now();
+  p.unacked.push_back(o);
+  transmit(p, o);
+  armTimer();
+}
+
+void UcxFailover::transmit(Peer& p, const std::shared_ptr<Outgoing>& o) {
+  if (p.paths.empty() || p.current >= p.paths.size()) return;
+  Path& path = p.paths[p.current];
+  if (path.down || !path.ep) return;  // it goes when a path comes back
+  auto* a = new Attempt{o, weak_from_this(), &engine_, p.rank, path.ep_serial};
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+  param.user_data = a;
+  param.cb.send = [](void* request, ucs_status_t status, void* arg) {
+    ucp_request_free(request);
+    std::unique_ptr<Attempt> a(static_cast<Attempt*>(arg));
+    --a->out->in_ucx;
+    a->engine->sendDone();
+    if (auto f = a->owner.lock()) f->attemptEnded(a->peer, a->ep_serial, status);
+  };
+  void* r = ucp_am_send_nbx(path.ep, pathwire::kData, &o->header, sizeof o->header, o->buffer, o->bytes, &param);
+  if (UCS_PTR_IS_PTR(r)) {
+    ++o->in_ucx;
+    engine_.sendWaiting();
+    return;
+  }
+  delete a;
+  if (UCS_PTR_IS_ERR(r)) {
+    const uint64_t serial = path.ep_serial;
+    const ucs_status_t s = UCS_PTR_STATUS(r);
+    engine_.defer([w = weak_from_this(), peer = p.rank, serial, s] {
+      if (auto f = w.lock()) f->onEndpointError(peer, serial, s);
+    });
+  }
+}
+
+void UcxFailover::attemptEnded(int peer, uint64_t ep_serial, ucs_status_t status) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  if (status != UCS_OK && status != UCS_ERR_CANCELED) {
+    engine_.defer([w = weak_from_this(), peer, ep_serial, status] {
+      if (auto f = w.lock()) f->onEndpointError(peer, ep_serial, status);
+    });
+  }
+  settleSends(p);
+}
+
+// Acknowledged sends whose buffers UCX no longer reads complete, in order.
+void UcxFailover::settleSends(Peer& p) {
+  while (!p.unacked.empty() && p.unacked.front()->acked && p.unacked.front()->in_ucx == 0) {
+    std::shared_ptr<Outgoing> o = std::move(p.unacked.front());
+    p.unacked.pop_front();
+    p.progress = Clock::now();
+    o->done(UCS_OK);  // may send more
+  }
+}
+
+void UcxFailover::onAck(const pathwire::Header& h) {
+  if (closed_ || h.from_rank >= peers_.size()) return;
+  Peer& p = peers_[h.from_rank];
+  if (h.seq <= p.acked || h.seq >= p.next_seq) return;  // old news, or nonsense
+  p.acked = h.seq;
+  p.progress = Clock::now();
+  for (auto& o : p.unacked) {
+    if (o->header.seq > h.seq) break;
+    o->acked = true;
+  }
+  settleSends(p);
+}
+
+// ---------------------------------------------------------------- paths
+
+void UcxFailover::onEndpointError(int peer, uint64_t serial, ucs_status_t status) {
+  if (closed_) return;
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  for (Path& path : p.paths) {
+    if (path.probe_serial == serial && path.probe_ep) {
+      closeEndpoint(path.probe_ep, path.probe_serial);  // the probe failed: the next one tries again
+      return;
+    }
+    if (path.ep_serial == serial && path.ep) {
+      pathFault(peer, path.index, std::string("UCX reported ") + ucs_status_string(status));
+      return;
+    }
+  }
+}
+
+void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  Path& path = p.paths[index];
+  if (closed_ || path.down) return;
+  // A process that died is a member fault: its world breaks (through the
+  // link that watches it), nothing is retried.
+  if (hooks_.gone && hooks_.gone(peer)) return;
+  if (closed_) return;
+  path.down = true;
+  path.down_since = Clock::now();
+  ucp_ep_h ep = path.ep;
+  const uint64_t serial = path.ep_serial;
+  path.ep = nullptr;
+  const bool was_current = index == p.current;
+  const bool moved = chooseCurrent(p);
+  // Completes what UCX held on it (Cancelled): the state above is final
+  // by then, so what those completions send goes the new way.
+  closeEndpoint(ep, serial);
+  MW_LOG(LogLevel::Info, "%s is down: %s", pathName(p, path).c_str(), why.c_str());
+  if (hooks_.path_changed) hooks_.path_changed(peer, false, pathName(p, path) + " is down: " + why);
+  if (closed_) return;
+  if (was_current && moved) retransmit(p);
+  armTimer();
+}
+
+bool UcxFailover::chooseCurrent(Peer& p) {
+  for (size_t i = 0; i < p.paths.size(); ++i) {
+    if (!p.paths[i].down) {
+      p.current = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Every message not acknowledged goes again, in order, on the current
+// path; the receiver drops what it already has.
+void UcxFailover::retransmit(Peer& p) {
+  p.progress = Clock::now();
+  std::vector<std::shared_ptr<Outgoing>> again(p.unacked.begin(), p.unacked.end());
+  for (auto& o : again) {
+    if (!o->acked) transmit(p, o);
+  }
+}
+
+void UcxFailover::probe(Peer& p, Path& path) {
+  closeEndpoint(path.probe_ep, path.probe_serial);  // the last one went unanswered
+  try {
+    path.probe_ep = openEndpoint(p, path.index, path.probe_serial);
+  } catch (const Error& e) {
+    MW_LOG(LogLevel::Debug, "probing %s: %s", pathName(p, path).c_str(), e.what());
+    return;
+  }
+  // The header lives with the world; UCX copies it before the send
+  // completes only for small sends, so it is kept until then.
+  auto h = std::make_shared<pathwire::Header>();
+  h->to_world = p.world_id;
+  h->from_world = world_id_;
+  h->from_rank = static_cast<uint32_t>(rank_);
+  h->path = static_cast<uint32_t>(path.index);
+  h->seq = path.probe_nonce = next_serial_++;
+  auto* held = new std::shared_ptr<pathwire::Header>(h);
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+  param.user_data = held;
+  param.cb.send = [](void* request, ucs_status_t, void* arg) {
+    ucp_request_free(request);
+    delete static_cast<std::shared_ptr<pathwire::Header>*>(arg);
+  };
+  void* r = ucp_am_send_nbx(path.probe_ep, pathwire::kProbe, h.get(), sizeof *h, nullptr, 0, &param);
+  if (!UCS_PTR_IS_PTR(r)) delete held;
+}
+
+void UcxFailover::onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& param) {
+  if (closed_ || !(param.recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) || !param.reply_ep) return;
+  // The answer goes back on the connection the probe came on: that is the
+  // path being tested, whatever this side's own endpoint on it is doing.
+  auto* answer = new pathwire::Header(h);
+  answer->to_world = h.from_world;
+  answer->from_world = world_id_;
+  answer->from_rank = static_cast<uint32_t>(rank_);
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  rp.flags = UCP_AM_SEND_FLAG_EAGER;
+  rp.user_data = answer;
+  rp.cb.send = [](void* request, ucs_status_t, void* arg) {
+    ucp_request_free(request);
+    delete static_cast<pathwire::Header*>(arg);
+  };
+  void* r = ucp_am_send_nbx(param.reply_ep, pathwire::kProbeAck, answer, sizeof *answer, nullptr, 0, &rp);
+  if (!UCS_PTR_IS_PTR(r)) delete answer;
+}
+
+void UcxFailover::onProbeAck(const pathwire::Header& h) {
+  if (closed_ || h.from_rank >= peers_.size()) return;
+  Peer& p = peers_[h.from_rank];
+  if (h.path >= p.paths.size()) return;
+  Path& path = p.paths[h.path];
+  if (!path.down || !path.probe_ep || h.seq != path.probe_nonce) return;
+  // Inside progress: the switch waits until it returned.
+  engine_.defer([w = weak_from_this(), peer = p.rank, index = path.index, nonce = h.seq] {
+    auto f = w.lock();
+    if (!f || f->closed_) return;
+    Peer& p = f->peers_[static_cast<size_t>(peer)];
+    Path& path = p.paths[index];
+    if (!path.down || !path.probe_ep || path.probe_nonce != nonce) return;
+    path.ep = path.probe_ep;
+    path.ep_serial = path.probe_serial;
+    path.probe_ep = nullptr;
+    path.probe_serial = 0;
+    path.down = false;
+    const bool all_were_down = p.paths[p.current].down;
+    // A preferred path takes new traffic at once: the receiver holds what
+    // overtakes what is still on its way on the other.
+    if (all_were_down || index < p.current) p.current = index;
+    p.reported_unreachable = false;
+    MW_LOG(LogLevel::Info, "%s is up again", f->pathName(p, path).c_str());
+    if (f->hooks_.path_changed) f->hooks_.path_changed(peer, true, f->pathName(p, path) + " carries traffic again");
+    if (all_were_down && !f->closed_) f->retransmit(p);
+  });
+}
+
+// ---------------------------------------------------------------- timer
+
+void UcxFailover::armTimer() {
+  if (timer_ || closed_) return;
+  timer_ = engine_.schedule(Clock::now() + path_timeout_ / 2, [w = weak_from_this()] {
+    if (auto f = w.lock()) f->onTimer();
+  });
+}
+
+// Every half path timeout while anything is unacknowledged or a path is
+// down: judges silence, probes what is down, and gives up on a peer that
+// no path reaches.
+void UcxFailover::onTimer() {
+  timer_ = 0;
+  if (closed_) return;
+  const auto now = Clock::now();
+  bool needed = false;
+  for (Peer& p : peers_) {
+    if (!p.connected || p.paths.empty()) continue;
+    Path& current = p.paths[p.current];
+    if (!p.unacked.empty() && !current.down) {
+      needed = true;
+      if (now - p.progress >= path_timeout_) {
+        pathFault(p.rank, current.index,
+                  "no acknowledgement for " + std::to_string(path_timeout_.count()) + " ms (path_timeout_ms)");
+        if (closed_) return;
+      }
+    }
+    Clock::time_point first_down = Clock::time_point::max();
+    bool all_down = true;
+    for (Path& path : p.paths) {
+      if (!path.down) {
+        all_down = false;
+        continue;
+      }
+      needed = true;
+      first_down = std::min(first_down, path.down_since);
+      probe(p, path);
+    }
+    // Silent since the first fault's timeout began.
+    if (all_down && !p.reported_unreachable && now - (first_down - path_timeout_) >= member_timeout_) {
+      p.reported_unreachable = true;
+      if (hooks_.unreachable) {
+        hooks_.unreachable(p.rank, "every path to rank " + std::to_string(p.rank) + " has been down for " +
+                                       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                          now - first_down).count()) +
+                                       " ms while its process may be alive (heartbeat_timeout_ms=" +
+                                       std::to_string(member_timeout_.count()) + ")");
+      }
+      if (closed_) return;
+    }
+  }
+  if (needed) armTimer();
+}
+
+std::string UcxFailover::describe() const {
+  std::string out;
+  for (const Peer& p : peers_) {
+    if (p.rank == rank_ || p.paths.empty()) continue;
+    if (!out.empty()) out += "; ";
+    out += "rank " + std::to_string(p.rank) + ":";
+    for (const Path& path : p.paths) {
+      out += " " + path.peer_ip + (path.down ? " down" : " up") + (path.index == p.current ? " (current)" : "");
+      if (&path != &p.paths.back()) out += ",";
+    }
+  }
+  return out;
+}
+
+}  // namespace mw

@@ -1,0 +1,185 @@
+// Delivery that survives a cut link: the data plane of a UCX world whose
+// members each publish two or more paths (data_addresses).
+//
+// Path i of a member pairs with path i of each peer (rail i), through the
+// context's path worker i, which has that path's device only. Messages go
+// on the first path that is up, as active messages carrying a per-pair
+// sequence number; the receiver matches them to receives by channel in
+// sequence order, as tag matching would, and acknowledges what it has
+// (cumulatively, over the connection the message came on). A send
+// completes once the peer has acknowledged it: until then the caller's
+// buffer is what a retransmission reads.
+//
+// A path is in doubt when UCX reports an error on it, or when a message
+// sent on it goes unacknowledged for path_timeout_ms. Then, unless the
+// peer's process is gone (a member fault: its world breaks as before),
+// the path is marked down (MW_EVENT_PATH_DOWN), traffic moves to the next
+// path that is up, and every message not yet acknowledged is sent again, in
+// order. The receiver drops what it already has and holds what comes
+// early, so a message is delivered exactly once, in order. A down path is
+// probed on a fresh connection; once a probe is answered it is up again
+// (MW_EVENT_PATH_UP) and, being preferred, carries new traffic. When every
+// path to a peer has been silent for heartbeat_timeout_ms the member
+// counts as unreachable and the world breaks.
+//
+// Eager protocol only: an arrival is whole, so "delivered" never has a
+// message half in. Everything runs under the engine lock.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backends/ucx/ucx_engine.h"
+#include "core/backends/ucx/ucx_path_wire.h"
+#include "core/backends/ucx/ucx_peer_info.h"
+#include "core/deadline.h"
+
+namespace mw {
+
+class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
+ public:
+  struct Hooks {
+    // A path to `peer` went down or came back; `detail` names it.
+    std::function<void(int peer, bool up, const std::string& detail)> path_changed;
+    // Every path to `peer` stayed silent past the member timeout.
+    std::function<void(int peer, const std::string& detail)> unreachable;
+    // True when `peer`'s process is known to have exited (its world then
+    // breaks through the link that watches it).
+    std::function<bool(int peer)> gone;
+  };
+  using SendDone = std::function<void(ucs_status_t)>;
+  using RecvDone = std::function<void(ucs_status_t, size_t length)>;
+
+  // Registers `world_id` with `router` at once: a peer may send before
+  // this member has read every record.
+  UcxFailover(UcxEngine& engine, UcxPathRouter& router, uint32_t world_id, int rank, int size,
+              std::chrono::milliseconds path_timeout, std::chrono::milliseconds member_timeout);
+  ~UcxFailover();
+  UcxFailover(const UcxFailover&) = delete;
+  UcxFailover& operator=(const UcxFailover&) = delete;
+
+  // `peer`'s id for the world and its paths. Throws Error(Backend) when
+  // UCX cannot make an endpoint.
+  void connect(int peer, uint32_t world_id, const std::vector<UcxPath>& mine, const std::vector<UcxPath>& theirs);
+  void start(Hooks hooks);
+
+  // `done` runs once the peer acknowledged the message (UCS_OK) or it was
+  // given up (UCS_ERR_CANCELED); possibly inside the call.
+  void send(int peer, uint64_t channel, const void* buffer, size_t bytes, SendDone done);
+  // `done` gets the sender's size, as a tag receive does; possibly inside
+  // the call, then 0 is returned, else an id for cancelRecv.
+  uint64_t recv(int peer, uint64_t channel, void* buffer, size_t bytes, RecvDone done);
+  // A receive nothing matched yet: removed, `done` runs (UCS_ERR_CANCELED).
+  bool cancelRecv(uint64_t id);
+  // A message from `peer` on `channel` waits for a receive.
+  bool arrived(int peer, uint64_t channel) const;
+  // What arrived and waits is dropped.
+  void dropArrivals();
+  // Endpoints force-closed; every send and receive still pending ends
+  // (UCS_ERR_CANCELED). Nothing is called back afterwards.
+  void close();
+
+  // "rank 1: 10.0.1.2 up (current), 10.0.2.2 down"
+  std::string describe() const;
+
+  // From the router (inside UCX progress).
+  ucs_status_t onData(const pathwire::Header& h, void* data, size_t length, const ucp_am_recv_param_t& param,
+                      ucp_worker_h worker);
+  void onAck(const pathwire::Header& h);
+  void onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& param);
+  void onProbeAck(const pathwire::Header& h);
+
+ private:
+  struct Outgoing;
+  struct Attempt;
+  struct EpGuard;
+  struct Path {
+    size_t index = 0;
+    std::string local_ip, peer_ip, peer_worker;
+    ucp_ep_h ep = nullptr;
+    uint64_t ep_serial = 0;
+    bool down = false;
+    Clock::time_point down_since;
+    ucp_ep_h probe_ep = nullptr;
+    uint64_t probe_serial = 0;
+    uint64_t probe_nonce = 0;
+  };
+  // A message that arrived and waits: UCX's memory (released through its
+  // worker) or a copy.
+  struct Arrival {
+    uint64_t channel = 0;
+    const char* data = nullptr;
+    size_t length = 0;
+    ucp_worker_h held_by = nullptr;
+    std::vector<char> copy;
+  };
+  struct Posted {
+    uint64_t id = 0;
+    void* buffer = nullptr;
+    size_t bytes = 0;
+    RecvDone done;
+  };
+  struct Peer {
+    int rank = 0;
+    uint32_t world_id = 0;  // at the peer
+    std::vector<Path> paths;
+    size_t current = 0;
+    bool connected = false;
+    bool reported_unreachable = false;
+    // Sending.
+    uint64_t next_seq = 1;
+    uint64_t acked = 0;
+    std::list<std::shared_ptr<Outgoing>> unacked;  // in sequence order
+    Clock::time_point progress;                    // last ack, or since the oldest was sent
+    // Receiving.
+    uint64_t delivered = 0;
+    std::map<uint64_t, Arrival> early;  // by sequence number
+    std::map<uint64_t, std::deque<Posted>> posted;
+    std::map<uint64_t, std::deque<Arrival>> waiting;
+  };
+
+  // Sending (ucx_failover.cc).
+  void transmit(Peer& p, const std::shared_ptr<Outgoing>& o);
+  void attemptEnded(int peer, uint64_t ep_serial, ucs_status_t status);
+  void settleSends(Peer& p);
+  ucp_ep_h openEndpoint(Peer& p, size_t path, uint64_t& serial);
+  void closeEndpoint(ucp_ep_h& ep, uint64_t serial);
+  void onEndpointError(int peer, uint64_t serial, ucs_status_t status);
+  void pathFault(int peer, size_t path, const std::string& why);
+  bool chooseCurrent(Peer& p);  // false: every path is down
+  void retransmit(Peer& p);
+  void probe(Peer& p, Path& path);
+  void armTimer();
+  void onTimer();
+  std::string pathName(const Peer& p, const Path& path) const;
+
+  // Receiving (ucx_failover_recv.cc).
+  void deliver(Peer& p, Arrival a);
+  void acknowledge(const pathwire::Header& h, ucp_ep_h reply, const Peer& p);
+  void release(Arrival& a);
+
+  UcxEngine& engine_;
+  UcxPathRouter& router_;
+  const uint32_t world_id_;
+  const int rank_;
+  const std::chrono::milliseconds path_timeout_;
+  const std::chrono::milliseconds member_timeout_;
+  Hooks hooks_;
+  std::vector<Peer> peers_;
+  std::map<uint64_t, std::pair<int, uint64_t>> recv_index_;  // receive id: peer, channel
+  uint64_t next_recv_ = 1;
+  uint64_t next_serial_ = 1;
+  std::map<uint64_t, std::unique_ptr<EpGuard>> guards_;  // by endpoint serial
+  UcxEngine::TimerId timer_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace mw

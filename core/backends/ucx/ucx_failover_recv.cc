@@ -1,0 +1,160 @@
+// The receiving half of UcxFailover (ucx_failover.h): sequence order,
+// duplicates, matching by channel, acknowledgements.
+#include <cstring>
+
+#include "core/backends/ucx/ucx_failover.h"
+
+namespace mw {
+
+ucs_status_t UcxFailover::onData(const pathwire::Header& h, void* data, size_t length,
+                                 const ucp_am_recv_param_t& param, ucp_worker_h worker) {
+  if (closed_ || h.from_rank >= peers_.size()) return UCS_OK;
+  // Only eager messages are sent; a rendezvous one is not ours to take.
+  if (param.recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) return UCS_OK;
+  Peer& p = peers_[h.from_rank];
+  ucp_ep_h reply = (param.recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param.reply_ep : nullptr;
+  if (h.seq <= p.delivered || p.early.count(h.seq)) {
+    // A retransmission of what is here: the acknowledgement was lost.
+    acknowledge(h, reply, p);
+    return UCS_OK;
+  }
+  Arrival a;
+  a.channel = h.channel;
+  a.length = length;
+  const bool held = (param.recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0;
+  bool kept = false;
+  auto keep = [&](Arrival& into) {
+    // Held by UCX when it lets us (no copy), else copied.
+    if (held) {
+      into.data = static_cast<const char*>(data);
+      into.held_by = worker;
+      kept = true;
+    } else {
+      into.copy.assign(static_cast<const char*>(data), static_cast<const char*>(data) + length);
+      into.data = into.copy.data();
+    }
+  };
+  if (h.seq == p.delivered + 1) {
+    ++p.delivered;
+    auto posted = p.posted.find(h.channel);
+    if (posted != p.posted.end() && !posted->second.empty()) {
+      a.data = static_cast<const char*>(data);  // copied out at once
+      deliver(p, std::move(a));
+    } else {
+      keep(a);
+      p.waiting[h.channel].push_back(std::move(a));
+    }
+    // What came early follows, in order.
+    for (auto next = p.early.find(p.delivered + 1); next != p.early.end(); next = p.early.find(p.delivered + 1)) {
+      Arrival e = std::move(next->second);
+      p.early.erase(next);
+      ++p.delivered;
+      auto posted_e = p.posted.find(e.channel);
+      if (posted_e != p.posted.end() && !posted_e->second.empty()) {
+        deliver(p, std::move(e));
+      } else {
+        p.waiting[e.channel].push_back(std::move(e));
+      }
+    }
+  } else {
+    keep(a);
+    p.early.emplace(h.seq, std::move(a));
+  }
+  acknowledge(h, reply, p);
+  return kept ? UCS_INPROGRESS : UCS_OK;
+}
+
+// To the oldest receive posted on its channel.
+void UcxFailover::deliver(Peer& p, Arrival a) {
+  std::deque<Posted>& queue = p.posted[a.channel];
+  Posted r = std::move(queue.front());
+  queue.pop_front();
+  recv_index_.erase(r.id);
+  std::memcpy(r.buffer, a.data, std::min(r.bytes, a.length));
+  release(a);
+  r.done(a.length > r.bytes ? UCS_ERR_MESSAGE_TRUNCATED : UCS_OK, a.length);
+}
+
+void UcxFailover::acknowledge(const pathwire::Header& h, ucp_ep_h reply, const Peer& p) {
+  if (!reply) return;
+  auto* ack = new pathwire::Header{};
+  ack->to_world = h.from_world;
+  ack->from_world = world_id_;
+  ack->from_rank = static_cast<uint32_t>(rank_);
+  ack->seq = p.delivered;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_AM_SEND_FLAG_EAGER;
+  param.user_data = ack;
+  param.cb.send = [](void* request, ucs_status_t, void* arg) {
+    ucp_request_free(request);
+    delete static_cast<pathwire::Header*>(arg);
+  };
+  // A lost acknowledgement costs a retransmission, nothing more.
+  void* r = ucp_am_send_nbx(reply, pathwire::kAck, ack, sizeof *ack, nullptr, 0, &param);
+  if (!UCS_PTR_IS_PTR(r)) delete ack;
+}
+
+void UcxFailover::release(Arrival& a) {
+  if (a.held_by) ucp_am_data_release(a.held_by, const_cast<char*>(a.data));
+  a.held_by = nullptr;
+  a.data = nullptr;
+  a.copy.clear();
+}
+
+uint64_t UcxFailover::recv(int peer, uint64_t channel, void* buffer, size_t bytes, RecvDone done) {
+  if (closed_) {
+    done(UCS_ERR_CANCELED, 0);
+    return 0;
+  }
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  auto waiting = p.waiting.find(channel);
+  if (waiting != p.waiting.end() && !waiting->second.empty()) {
+    Arrival a = std::move(waiting->second.front());
+    waiting->second.pop_front();
+    std::memcpy(buffer, a.data, std::min(bytes, a.length));
+    const size_t length = a.length;
+    release(a);
+    done(length > bytes ? UCS_ERR_MESSAGE_TRUNCATED : UCS_OK, length);
+    return 0;
+  }
+  const uint64_t id = next_recv_++;
+  p.posted[channel].push_back(Posted{id, buffer, bytes, std::move(done)});
+  recv_index_[id] = {peer, channel};
+  return id;
+}
+
+bool UcxFailover::cancelRecv(uint64_t id) {
+  auto it = recv_index_.find(id);
+  if (it == recv_index_.end()) return false;
+  auto [peer, channel] = it->second;
+  recv_index_.erase(it);
+  std::deque<Posted>& queue = peers_[static_cast<size_t>(peer)].posted[channel];
+  for (auto r = queue.begin(); r != queue.end(); ++r) {
+    if (r->id != id) continue;
+    RecvDone done = std::move(r->done);
+    queue.erase(r);
+    done(UCS_ERR_CANCELED, 0);
+    return true;
+  }
+  return false;
+}
+
+bool UcxFailover::arrived(int peer, uint64_t channel) const {
+  const Peer& p = peers_[static_cast<size_t>(peer)];
+  auto waiting = p.waiting.find(channel);
+  return waiting != p.waiting.end() && !waiting->second.empty();
+}
+
+void UcxFailover::dropArrivals() {
+  for (Peer& p : peers_) {
+    for (auto& [channel, queue] : p.waiting) {
+      for (Arrival& a : queue) release(a);
+    }
+    p.waiting.clear();
+    for (auto& [seq, a] : p.early) release(a);
+    p.early.clear();
+  }
+}
+
+}  // namespace mw

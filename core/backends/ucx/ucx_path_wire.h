@@ -1,0 +1,62 @@
+// What the path workers of two contexts say to each other (active
+// messages), and the table that hands what arrives to its world.
+//
+// Every message names the world by the id its receiver gave it and by the
+// id its sender gave it, so a reply needs no lookup, also before the
+// receiver's rendezvous has read the sender's record.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace mw {
+
+class UcxEngine;
+class UcxFailover;
+
+namespace pathwire {
+
+constexpr uint16_t kData = 1;      // a message, with its sequence number
+constexpr uint16_t kAck = 2;       // every message up to `seq` was delivered
+constexpr uint16_t kProbe = 3;     // does this path work again?
+constexpr uint16_t kProbeAck = 4;  // it does
+
+struct Header {
+  uint32_t to_world = 0;    // the world's id at the receiver
+  uint32_t from_world = 0;  // the world's id at the sender
+  uint32_t from_rank = 0;
+  uint32_t path = 0;        // probes: the path it tests
+  uint64_t channel = 0;     // data: the channel (ucx_tag.h)
+  uint64_t seq = 0;         // data: its number; ack: the last delivered; probe: a nonce
+};
+
+}  // namespace pathwire
+
+// Under the engine lock, like everything the handlers do.
+class UcxPathRouter {
+ public:
+  // Sets the handlers on every path worker of `engine`. Throws
+  // Error(Backend) when UCX refuses.
+  explicit UcxPathRouter(UcxEngine& engine);
+
+  void add(uint32_t world_id, UcxFailover* world) { worlds_[world_id] = world; }
+  void remove(uint32_t world_id) { worlds_.erase(world_id); }
+
+ private:
+  template <uint16_t Id>
+  static ucs_status_t onMessage(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                                const ucp_am_recv_param_t* param);
+
+  struct HandlerArg {
+    UcxPathRouter* router;
+    ucp_worker_h worker;  // the path worker it serves
+  };
+  std::vector<std::unique_ptr<HandlerArg>> args_;
+  std::map<uint32_t, UcxFailover*> worlds_;
+};
+
+}  // namespace mw
