@@ -11,6 +11,7 @@
 //   mw_bench control [--backend ucx|gloo] [--seconds S] [--json FILE]
 //   mw_bench poll [--backend ucx|gloo] [--iters N] [--json FILE] [--redis URL]
 //   mw_bench fanin [--backend ucx|gloo] [--iters N] [--max-senders K] [--json FILE] [--redis URL]
+//   mw_bench failover [--trials N] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--json FILE]
 //   mw_bench nccl [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]
 //                 [--device N] [--redis URL]     (built only with CUDA and NCCL)
 //
@@ -76,6 +77,15 @@ const char kUsage[] =
     "usage: mw_bench fanin [--backend B] [--iters N] [--max-senders K] [--json FILE] [--redis URL]\n"
     "  --iters N       64 KiB messages per sender (default 1000)\n"
     "  --max-senders K largest sender count of 1, 4, 16, 32 to run (default 32)\n"
+    "usage: mw_bench failover [--trials N] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--json FILE]\n"
+    "  UCX worlds whose members (in network namespaces made by the run; needs root) have two paths, over two\n"
+    "  links (veth pairs; bridges for 3 members). Stall: a checked p2p stream and a 3-member allreduce loop,\n"
+    "  each under --trials N cuts (default 20) of the link carrying it, taken down and dropping every packet;\n"
+    "  p50/p99 of the time from the cut to the next delivery, and messages lost, duplicated and reordered.\n"
+    "  Overhead: p2p throughput with path_failover on against off for --min-bytes (default 64K) to --max-bytes\n"
+    "  (default 4M), sizes growing by 4x; --iters N messages per measurement (default clamp(64 MiB / bytes,\n"
+    "  8, 2000)); --rounds R alternating rounds, median (default 5). Always a private redis-server on a unix\n"
+    "  socket; --backend is ucx. Without root it says why (also in the JSON) and exits 0.\n"
     "usage: mw_bench nccl [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--device N]\n"
     "                     [--redis URL]\n"
     "  one GPU, world size 1: multiworld's NCCL world against a raw ncclComm, float32 allreduce and send/recv\n"
@@ -130,7 +140,7 @@ int mwbench::benchMain(int argc, char** argv) {
   }
   const std::string suite = argv[1];
   if (suite != "p2p" && suite != "faults" && suite != "allreduce" && suite != "create" && suite != "control" &&
-      suite != "poll" && suite != "fanin" && suite != "nccl") {
+      suite != "poll" && suite != "fanin" && suite != "failover" && suite != "nccl") {
     std::fprintf(stderr, "mw_bench: unknown suite '%s'\n%s", argv[1], kUsage);
     return 2;
   }
@@ -144,7 +154,7 @@ int mwbench::benchMain(int argc, char** argv) {
 
   mwbench::BenchOptions opt;
   bool min_bytes_given = false, trials_given = false;
-  [[maybe_unused]] bool max_bytes_given = false;  // only the nccl suite has its own default
+  bool max_bytes_given = false;  // the nccl and failover suites have their own default
   // The command as it would be typed again: the UCX_* variables in force
   // first, as they change what UCX does.
   for (char** e = environ; *e; ++e) {
@@ -179,6 +189,9 @@ int mwbench::benchMain(int argc, char** argv) {
       known = known || arg == "--iters";
     } else if (suite == "fanin") {
       known = known || arg == "--iters" || arg == "--max-senders";
+    } else if (suite == "failover") {
+      known = arg == "--json" || arg == "--trials" || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" ||
+              arg == "--max-bytes";
     }
     if (!known) {
       std::fprintf(stderr, "mw_bench %s: unknown option '%s'\n%s", suite.c_str(), argv[i], kUsage);
@@ -245,6 +258,11 @@ int mwbench::benchMain(int argc, char** argv) {
   if (suite == "control") return mwbench::runControlSuite(opt);
   if (suite == "poll") return mwbench::runPollSuite(opt);
   if (suite == "fanin") return mwbench::runFaninSuite(opt);
+  if (suite == "failover") {
+    if (!min_bytes_given) opt.min_bytes = std::size_t{64} << 10;
+    if (!max_bytes_given) opt.max_bytes = std::size_t{4} << 20;
+    return mwbench::runFailoverSuite(opt);
+  }
 #if MWBENCH_HAVE_NCCL
   if (suite == "nccl") {
     if (!min_bytes_given) opt.min_bytes = 4;

@@ -1,4 +1,4 @@
-// The allreduce, create, control, poll, fanin and nccl suites. Each forks its own
+// The allreduce, create, control, poll, fanin, failover and nccl suites. Each forks its own
 // worker processes or a redis-server (when no Redis is given), so call them
 // before this process made any multiworld context, Gloo object or CUDA
 // call. They return 0 on success, 1 when a process failed or a result was
@@ -26,6 +26,13 @@ int runPollSuite(const BenchOptions& opt);
 // One leader, K senders each in its own 2-rank world, against one raw Gloo
 // context of K+1.
 int runFaninSuite(const BenchOptions& opt);
+// Cut links under UCX worlds with two paths per member (root; network
+// namespaces): the stall of each cut (p50/p99 over opt.trials cuts) and the
+// messages lost, duplicated and reordered, for a p2p stream and a 3-member
+// allreduce, each with links taken down and with packets dropped; and p2p
+// throughput with path_failover on against off, opt.min_bytes..max_bytes
+// (bench/failover_suite.cc). Without root it says why and exits 0.
+int runFailoverSuite(const BenchOptions& opt);
 // OURS mw_allreduce_async / self mw_send_async + mw_recv_async on a size-1
 // NCCL world against the same calls on a raw size-1 ncclComm, one GPU
 // (opt.device); 0 with a "skipped" line (and JSON) when no GPU is usable.

@@ -100,7 +100,8 @@ Phase measure(const Lab& lab, int r, const MemberBoard* boards, int n, uint64_t 
 // The traffic crossed link `used` of member r and (almost) nothing crossed
 // the other one.
 void expectCarriedBy(const Phase& p, int used, const char* phase) {
-  SCOPED_TRACE(phase);
+  SCOPED_TRACE(std::string(phase) + ": link 0 " + std::to_string(p.link_bytes[0]) + " B, link 1 " +
+               std::to_string(p.link_bytes[1]) + " B, payload " + std::to_string(p.payload) + " B");
   EXPECT_GT(p.payload, 1u << 20) << "too little was delivered to judge";
   EXPECT_GE(p.link_bytes[used], p.payload) << "link " << used << " did not carry the payload";
   EXPECT_LT(p.link_bytes[1 - used], p.payload / 10) << "link " << 1 - used << " carried traffic";

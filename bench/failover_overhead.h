@@ -1,0 +1,49 @@
+// The failover suite's two parts: the stall and accounting of cut links
+// (failover_suite.cc) and the cost of acknowledgements, path_failover on
+// against off (failover_overhead.cc). Both run their members in network
+// namespaces of a mwtools::Rails lab made by the caller.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/bench_options.h"
+#include "tools/common/netns.h"
+
+namespace mwbench {
+
+struct OverheadRow {
+  std::size_t bytes = 0;
+  double on_mbps = 0, off_mbps = 0;  // 10^6 bytes/s of payload, median of the rounds
+  // Which links carried the measured bytes: "link0", "link1" or "both".
+  std::string on_via, off_via;
+};
+
+// p2p throughput between the two members of `rails` (two links) over
+// worlds with path_failover on and off, for opt.min_bytes..opt.max_bytes,
+// alternating rounds. Throws on a failed process or setting.
+std::vector<OverheadRow> measureFailoverOverhead(const BenchOptions& opt, mwtools::Rails& rails,
+                                                 const std::string& redis_url);
+
+// Forked member processes, each run inside its namespace; killed and
+// reaped when this goes away.
+class LabMembers {
+ public:
+  LabMembers() = default;
+  ~LabMembers();
+  LabMembers(const LabMembers&) = delete;
+  LabMembers& operator=(const LabMembers&) = delete;
+  // Call before this process made any multiworld context.
+  void add(const std::string& ns, const std::function<int()>& body);
+  // Waits up to limit_ms for every member to exit; true when all exited 0.
+  bool join(int limit_ms);
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+}  // namespace mwbench
