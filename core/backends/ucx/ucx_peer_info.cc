@@ -69,18 +69,32 @@ class Reader {
 
 }  // namespace
 
-bool processStartTicks(int pid, unsigned long long& ticks) {
+namespace {
+
+// Field `n` (from 3: those after the command name) of /proc/<pid>/stat.
+bool statField(int pid, int n, unsigned long long& value) {
   std::string text = readFile("/proc/" + std::to_string(pid) + "/stat");
   size_t close = text.rfind(')');
   if (close == std::string::npos) return false;
   std::istringstream rest(text.substr(close + 1));
   std::string field;
-  for (int i = 3; i <= 22; ++i) {  // the fields after the command name start at 3
+  for (int i = 3; i <= n; ++i) {
     if (!(rest >> field)) return false;
   }
   char* end = nullptr;
-  ticks = std::strtoull(field.c_str(), &end, 10);
+  value = std::strtoull(field.c_str(), &end, 10);
   return end && *end == '\0';
+}
+
+}  // namespace
+
+bool processStartTicks(int pid, unsigned long long& ticks) { return statField(pid, 22, ticks); }
+
+bool processFlags(int pid, unsigned long& flags) {
+  unsigned long long v = 0;
+  if (!statField(pid, 9, v)) return false;
+  flags = static_cast<unsigned long>(v);
+  return true;
 }
 
 UcxPeerInfo thisProcess() {
