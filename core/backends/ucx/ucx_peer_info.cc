@@ -1,11 +1,10 @@
 #include "core/backends/ucx/ucx_peer_info.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "core/backends/ucx/ucx_tag.h"
@@ -19,9 +18,16 @@ constexpr size_t kMaxPathText = 255;
 constexpr size_t kMaxHost = 256;
 constexpr size_t kMaxAddress = 64 << 10;
 
+// Plain read(2): a /proc file of a process that exits meanwhile fails the
+// read with ESRCH, which libstdc++'s filebuf would throw.
 std::string readFile(const std::string& path) {
-  std::ifstream f(path);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
 }
 
 // Processes of one boot and one pid namespace can watch each other's pids
