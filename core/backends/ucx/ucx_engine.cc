@@ -89,7 +89,9 @@ WorkerParts makeWorker(const std::string& net_devices, bool path) {
   // A peer that dies leaves sends UCX never finishes; at shutdown UCX warns
   // of each. The world already reported it: keep UCX to errors unless the
   // program chose a level itself.
-  if (!std::getenv("UCX_LOG_LEVEL")) ucp_config_modify(config, "LOG_LEVEL", "error");
+  // On a path, a failed connect is what a cut link looks like, and the
+  // world reports it as MW_EVENT_PATH_DOWN: UCX keeps quiet about it.
+  if (!std::getenv("UCX_LOG_LEVEL")) ucp_config_modify(config, "LOG_LEVEL", path ? "fatal" : "error");
   // A path worker has its device whatever the environment says: that is
   // what makes it a path. Sockets are what every device has.
   if (!net_devices.empty() && (path || !std::getenv("UCX_NET_DEVICES"))) {
@@ -387,7 +389,12 @@ bool UcxEngine::processGone(int pid) {
   auto w = watches_.find(pid);
   if (w == watches_.end()) return false;
   pollfd p{w->second.pidfd, POLLIN, 0};
-  if (::poll(&p, 1, 0) <= 0) return false;
+  // The kernel closes a dying process's sockets before its pidfd turns
+  // readable, so a peer's transport error can come first: PF_EXITING
+  // (/proc/<pid>/stat field 9) is set before either.
+  constexpr unsigned long kPfExiting = 0x4;
+  unsigned long flags = 0;
+  if (::poll(&p, 1, 0) <= 0 && processFlags(pid, flags) && !(flags & kPfExiting)) return false;
   processExited(pid);
   return true;
 }

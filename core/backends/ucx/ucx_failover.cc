@@ -165,7 +165,7 @@ void UcxFailover::send(int peer, uint64_t channel, const void* buffer, size_t by
 }
 
 void UcxFailover::transmit(Peer& p, const std::shared_ptr<Outgoing>& o) {
-  if (p.paths.empty() || p.current >= p.paths.size()) return;
+  if (p.left || p.paths.empty() || p.current >= p.paths.size()) return;
   Path& path = p.paths[p.current];
   if (path.down || !path.ep) return;  // it goes when a path comes back
   auto* a = new Attempt{o, weak_from_this(), &engine_, p.rank, path.ep_serial};
@@ -249,7 +249,7 @@ void UcxFailover::onEndpointError(int peer, uint64_t serial, ucs_status_t status
 void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
   Peer& p = peers_[static_cast<size_t>(peer)];
   Path& path = p.paths[index];
-  if (closed_ || path.down) return;
+  if (closed_ || p.left || path.down) return;
   // A process that died is a member fault: its world breaks (through the
   // link that watches it), nothing is retried.
   if (hooks_.gone && hooks_.gone(peer)) return;
@@ -291,33 +291,53 @@ void UcxFailover::retransmit(Peer& p) {
   }
 }
 
+// A probe every other tick on the same endpoint while it lasts; every
+// fourth one on a fresh endpoint, as a connection made while the link was
+// cut may sit in TCP's retransmission backoff after it came back.
 void UcxFailover::probe(Peer& p, Path& path) {
-  closeEndpoint(path.probe_ep, path.probe_serial);  // the last one went unanswered
-  try {
-    path.probe_ep = openEndpoint(p, path.index, path.probe_serial);
-  } catch (const Error& e) {
-    MW_LOG(LogLevel::Debug, "probing %s: %s", pathName(p, path).c_str(), e.what());
-    return;
+  ++path.probes;
+  if (path.probes % 2 != 0) return;
+  if (path.probe_ep && path.probes % 8 == 0) closeEndpoint(path.probe_ep, path.probe_serial);
+  if (!path.probe_ep) {
+    try {
+      path.probe_ep = openEndpoint(p, path.index, path.probe_serial);
+    } catch (const Error& e) {
+      MW_LOG(LogLevel::Debug, "probing %s: %s", pathName(p, path).c_str(), e.what());
+      return;
+    }
   }
-  // The header lives with the world; UCX copies it before the send
-  // completes only for small sends, so it is kept until then.
-  auto h = std::make_shared<pathwire::Header>();
+  // UCX reads the header until the send completes.
+  auto* h = new pathwire::Header{};
   h->to_world = p.world_id;
   h->from_world = world_id_;
   h->from_rank = static_cast<uint32_t>(rank_);
   h->path = static_cast<uint32_t>(path.index);
   h->seq = path.probe_nonce = next_serial_++;
-  auto* held = new std::shared_ptr<pathwire::Header>(h);
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-  param.user_data = held;
+  param.user_data = h;
   param.cb.send = [](void* request, ucs_status_t, void* arg) {
     ucp_request_free(request);
-    delete static_cast<std::shared_ptr<pathwire::Header>*>(arg);
+    delete static_cast<pathwire::Header*>(arg);
   };
-  void* r = ucp_am_send_nbx(path.probe_ep, pathwire::kProbe, h.get(), sizeof *h, nullptr, 0, &param);
-  if (!UCS_PTR_IS_PTR(r)) delete held;
+  void* r = ucp_am_send_nbx(path.probe_ep, pathwire::kProbe, h, sizeof *h, nullptr, 0, &param);
+  if (!UCS_PTR_IS_PTR(r)) delete h;
+}
+
+// The member left or its process is gone: nothing more goes to it, and
+// what it was sent is given up.
+void UcxFailover::peerLeft(int peer) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  if (closed_ || p.left) return;
+  p.left = true;
+  for (Path& path : p.paths) {
+    closeEndpoint(path.ep, path.ep_serial);
+    closeEndpoint(path.probe_ep, path.probe_serial);
+  }
+  auto sends = std::move(p.unacked);
+  p.unacked.clear();
+  for (auto& o : sends) o->done(UCS_ERR_CANCELED);
 }
 
 void UcxFailover::onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& param) {
@@ -358,6 +378,7 @@ void UcxFailover::onProbeAck(const pathwire::Header& h) {
     path.probe_ep = nullptr;
     path.probe_serial = 0;
     path.down = false;
+    path.probes = 0;
     const bool all_were_down = p.paths[p.current].down;
     // A preferred path takes new traffic at once: the receiver holds what
     // overtakes what is still on its way on the other.
@@ -387,7 +408,7 @@ void UcxFailover::onTimer() {
   const auto now = Clock::now();
   bool needed = false;
   for (Peer& p : peers_) {
-    if (!p.connected || p.paths.empty()) continue;
+    if (!p.connected || p.left || p.paths.empty()) continue;
     Path& current = p.paths[p.current];
     if (!p.unacked.empty() && !current.down) {
       needed = true;

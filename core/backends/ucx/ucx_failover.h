@@ -81,6 +81,9 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   bool cancelRecv(uint64_t id);
   // A message from `peer` on `channel` waits for a receive.
   bool arrived(int peer, uint64_t channel) const;
+  // `peer` left the world or its process is gone: its endpoints close, and
+  // what was sent to it and not acknowledged ends (UCS_ERR_CANCELED).
+  void peerLeft(int peer);
   // What arrived and waits is dropped.
   void dropArrivals();
   // Endpoints force-closed; every send and receive still pending ends
@@ -111,6 +114,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     ucp_ep_h probe_ep = nullptr;
     uint64_t probe_serial = 0;
     uint64_t probe_nonce = 0;
+    unsigned probes = 0;  // timer ticks since it went down
   };
   // A message that arrived and waits: UCX's memory (released through its
   // worker) or a copy.
@@ -133,6 +137,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     std::vector<Path> paths;
     size_t current = 0;
     bool connected = false;
+    bool left = false;  // departed or gone: nothing more goes to it
     bool reported_unreachable = false;
     // Sending.
     uint64_t next_seq = 1;

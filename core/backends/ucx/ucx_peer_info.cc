@@ -1,11 +1,10 @@
 #include "core/backends/ucx/ucx_peer_info.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "core/backends/ucx/ucx_tag.h"
@@ -19,9 +18,16 @@ constexpr size_t kMaxPathText = 255;
 constexpr size_t kMaxHost = 256;
 constexpr size_t kMaxAddress = 64 << 10;
 
+// Plain read(2): a /proc file of a process that exits meanwhile fails the
+// read with ESRCH, which libstdc++'s filebuf would throw.
 std::string readFile(const std::string& path) {
-  std::ifstream f(path);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
 }
 
 // Processes of one boot and one pid namespace can watch each other's pids
@@ -69,18 +75,32 @@ class Reader {
 
 }  // namespace
 
-bool processStartTicks(int pid, unsigned long long& ticks) {
+namespace {
+
+// Field `n` (from 3: those after the command name) of /proc/<pid>/stat.
+bool statField(int pid, int n, unsigned long long& value) {
   std::string text = readFile("/proc/" + std::to_string(pid) + "/stat");
   size_t close = text.rfind(')');
   if (close == std::string::npos) return false;
   std::istringstream rest(text.substr(close + 1));
   std::string field;
-  for (int i = 3; i <= 22; ++i) {  // the fields after the command name start at 3
+  for (int i = 3; i <= n; ++i) {
     if (!(rest >> field)) return false;
   }
   char* end = nullptr;
-  ticks = std::strtoull(field.c_str(), &end, 10);
+  value = std::strtoull(field.c_str(), &end, 10);
   return end && *end == '\0';
+}
+
+}  // namespace
+
+bool processStartTicks(int pid, unsigned long long& ticks) { return statField(pid, 22, ticks); }
+
+bool processFlags(int pid, unsigned long& flags) {
+  unsigned long long v = 0;
+  if (!statField(pid, 9, v)) return false;
+  flags = static_cast<unsigned long>(v);
+  return true;
 }
 
 UcxPeerInfo thisProcess() {

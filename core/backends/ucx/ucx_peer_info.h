@@ -36,5 +36,7 @@ bool decodePeerInfo(const std::string& bytes, UcxPeerInfo& out);
 
 // Start time of process `pid` in clock ticks since boot; false when gone.
 bool processStartTicks(int pid, unsigned long long& ticks);
+// Its kernel flags (/proc/<pid>/stat field 9); false when gone.
+bool processFlags(int pid, unsigned long& flags);
 
 }  // namespace mw

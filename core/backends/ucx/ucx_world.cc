@@ -254,6 +254,7 @@ void UcxWorld::transportFailed(int peer, const std::string& detail) {
 
 void UcxWorld::onLinkFailed(int peer, const std::string& why) {
   if (!world_) return;
+  if (failover_) failover_->peerLeft(peer);
   // A member that said goodbye may well exit: that breaks nothing more.
   if (!departed(peer)) world_->breakWorld(peer, "rank " + std::to_string(peer) + " is unreachable: " + why, true);
   // Its transfers will never finish: what only it held completes now,
@@ -298,6 +299,7 @@ void UcxWorld::onControl(int peer, ucs_status_t status) {
   // Everything the peer sent before it left arrived before this, in order.
   departed_[static_cast<size_t>(peer)] = true;
   ucx_->engine()->defer([w = world_->shared_from_this(), this, peer] {
+    if (failover_) failover_->peerLeft(peer);  // closes endpoints: not inside progress
     departing_ = true;
     // Every member hears the goodbye itself: no notice to announce.
     w->breakWorld(peer, "rank " + std::to_string(peer) + " left the world", false);
