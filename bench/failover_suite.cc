@@ -5,9 +5,9 @@
 //  - Stall: checked traffic (a sequence-numbered p2p stream both ways, or an
 //    allreduce loop on 3 members) runs paced while the link that carries it
 //    (read from its byte counters) is cut, by taking it down or by dropping
-//    every packet; stall = from just before the cut command to the first
-//    delivery of a message (an iteration) posted after the cut, the worst of
-//    the members. The cut is then undone, and the next one waits until the
+//    every packet; stall = from the moment the cut command returned to the
+//    first delivery of a message (an iteration) posted after that, the worst
+//    of the members. The cut is then undone, and the next one waits until the
 //    path is reported up again. Lost, duplicated, reordered and corrupt
 //    messages are counted by the receivers over the whole run.
 //  - Overhead: p2p throughput over a world with path_failover on (sequence
@@ -113,9 +113,12 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
     const int link = moved[0] >= moved[1] ? 0 : 1;
     ++row.cuts_on[link];
     const int ups = b->m[0].countEvents(MW_EVENT_PATH_UP);
+    // The cut is in place once the command returned: from then on, what is
+    // posted cannot cross the link. (The stall is short by the moments
+    // between the kernel's change and the command's exit.)
+    if (!rails.lab().setCut(rails.link(0, link), how, true)) throw std::runtime_error("cannot cut a link");
     const int64_t at = monotonicNs();
     for (int r = 0; r < n; ++r) b->m[r].markCut(at);
-    if (!rails.lab().setCut(rails.link(0, link), how, true)) throw std::runtime_error("cannot cut a link");
     const int slot = static_cast<int>(c);
     if (!waitFor([&] { return anyBroken() || all([&](const MemberBoard& m) { return m.resumed_ns[slot].load() != 0; }); },
                  kNoDeliveryLimitMs) ||
@@ -177,8 +180,8 @@ int runFailoverSuite(const BenchOptions& opt) {
     PrivateRedis redis(dir.path());
     std::printf("# failover on %s: %s\n", machine.c_str(), opt.command.c_str());
     std::printf("# stall: %zu cuts per row of the link carrying paced checked traffic (%zu KiB messages, one per "
-                "ms per direction; allreduce: 3 members, one iteration per ms); from just before the cut to the "
-                "first delivery of something posted after it, worst member\n",
+                "ms per direction; allreduce: 3 members, one iteration per ms); from the cut (its command returned) to "
+                "the first delivery of something posted after it, worst member\n",
                 opt.trials, kStallMessageBytes / 1024);
     std::printf("%-10s %-10s %5s %9s %9s %9s %5s %5s %5s %5s %6s %5s %5s\n", "kind", "cut", "cuts", "p50_ms",
                 "p99_ms", "max_ms", "lost", "dup", "reord", "corr", "breaks", "on_l0", "on_l1");

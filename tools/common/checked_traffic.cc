@@ -84,15 +84,28 @@ class Member {
   bool broken() const { return broken_; }
   bool failed() const { return board_.errors.load() != 0; }
 
-  // Up to `max` completions within timeout_ms, then every event queued.
+  // Up to `max` completions within timeout_ms. The caller handles them
+  // before it drains the events: a member that leaves once its last
+  // message arrived breaks the world right after that message's completion.
   size_t poll(mw_completion_t* out, size_t max, int timeout_ms) {
     size_t n = 0;
     if (mw_poll(ctx_, out, max, timeout_ms, &n) != MW_OK) {
       fail("mw_poll");
       n = 0;
     }
+    return n;
+  }
+
+  // Records every event queued; with wait_ms > 0, also waits up to that
+  // long for this world's break event (when a request was first to show the
+  // break).
+  void drainEvents(int wait_ms = 0) {
     mw_event_t ev;
-    while (mw_next_event(ctx_, &ev, 0) == MW_OK) {
+    const int64_t end = monotonicNs() + wait_ms * 1000000LL;
+    for (;;) {
+      const int64_t left_ms = (end - monotonicNs()) / 1000000;
+      const bool waiting = broken_ && !break_event_ && left_ms > 0;
+      if (mw_next_event(ctx_, &ev, waiting ? static_cast<int>(left_ms) : 0) != MW_OK) break;
       int i = board_.n_events.load();
       if (i < MemberBoard::kMaxEvents) {
         BoardEvent& e = board_.events[i];
@@ -102,9 +115,11 @@ class Member {
         std::snprintf(e.detail, sizeof e.detail, "%.*s", static_cast<int>(sizeof e.detail - 1), ev.detail);
         board_.n_events.store(i + 1);
       }
-      if (ev.type == MW_EVENT_WORLD_BROKEN && ev.world == world_) markBroken();
+      if (ev.type == MW_EVENT_WORLD_BROKEN && ev.world == world_) {
+        markBroken();
+        break_event_ = true;
+      }
     }
-    return n;
   }
 
   // The world broke while the traffic still needed it (a break after the
@@ -150,6 +165,7 @@ class Member {
   mw_context_t* ctx_ = nullptr;
   mw_world_t* world_ = nullptr;
   bool broken_ = false;
+  bool break_event_ = false;
   bool done_ = false;
 };
 
@@ -205,9 +221,10 @@ class Stream {
       int timeout = ending_ || busySends() == sends_.size() ? 50 : m_.pollTimeoutMs(next_post);
       size_t n = m_.poll(done, 32, timeout);
       for (size_t k = 0; k < n; ++k) complete(done[k]);
+      m_.drainEvents();
     }
+    if (m_.broken()) m_.drainEvents(2000);
     board_.lost.store(end_received_ ? static_cast<int64_t>(peer_total_) - distinctSeen() : 0);
-    m_.markDone();
     // What is still posted (the receives beyond the last message, or all
     // of it after a break) points into the slots: the world goes first.
     m_.closeWorld();
@@ -300,8 +317,11 @@ class Stream {
       return;
     }
     if (h.last) {
+      // The peer sent all it will and leaves once our last message is in:
+      // a break from now on is its departure.
       end_received_ = true;
       peer_total_ = h.seq;
+      m_.markDone();
       return;
     }
     for (size_t w = kHeaderWords; w < s.buf.size(); ++w) {
@@ -364,7 +384,10 @@ int runAllreduce(const TrafficSpec& spec, MemberBoard& board, const std::atomic<
   int64_t next_post = monotonicNs();
   mw_completion_t done[4];
   for (int64_t it = 0;; ++it) {
-    while (spec.interval_us > 0 && monotonicNs() < next_post) m.poll(done, 4, m.pollTimeoutMs(next_post));
+    while (spec.interval_us > 0 && monotonicNs() < next_post) {
+      m.poll(done, 4, m.pollTimeoutMs(next_post));
+      m.drainEvents();
+    }
     next_post = std::max(next_post + spec.interval_us * 1000LL, monotonicNs() - spec.interval_us * 1000LL);
     for (size_t i = 0; i < votes; ++i) in[i] = part(it, i) << (kFieldBits * spec.rank);
     in[votes] = stop.load() ? 1 : 0;
@@ -376,12 +399,16 @@ int runAllreduce(const TrafficSpec& spec, MemberBoard& board, const std::atomic<
     if (st == MW_OK) {
       mw_request_set_user_data(req, 1);
       size_t got = 0;
-      while (got == 0 && !m.failed()) got = m.poll(done, 4, 50);
+      while (got == 0 && !m.failed()) {
+        got = m.poll(done, 4, 50);
+        if (got == 0) m.drainEvents();
+      }
       st = got ? done[0].status : MW_ERR_INTERNAL;
       if (got) mw_request_free(done[0].request);
     }
     if (st == MW_ERR_WORLD_BROKEN) {
       m.markBroken();
+      m.drainEvents(2000);
       break;
     }
     if (st != MW_OK) {
