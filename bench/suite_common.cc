@@ -22,6 +22,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/config.h"
+#include "core/error.h"
+
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -365,6 +368,43 @@ std::vector<std::size_t> sizesOf(const BenchOptions& opt) {
     if (b > opt.max_bytes / 4) break;
   }
   return sizes;
+}
+
+// The library's configuration with the heartbeat settings given; throws
+// mw::Error naming a bad value.
+Heartbeat heartbeatInForce(const BenchOptions& opt) {
+  mw::Config cfg;
+  for (const auto& [key, value] : heartbeatSettings(opt)) cfg.set(key, value);
+  cfg.validate();
+  return {cfg.heartbeat_interval, cfg.heartbeat_timeout};
+}
+
+std::vector<std::pair<std::string, std::string>> heartbeatSettings(const BenchOptions& opt) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (opt.heartbeat_interval_ms > 0) out.push_back({"heartbeat_interval_ms", std::to_string(opt.heartbeat_interval_ms)});
+  if (opt.heartbeat_timeout_ms > 0) out.push_back({"heartbeat_timeout_ms", std::to_string(opt.heartbeat_timeout_ms)});
+  return out;
+}
+
+std::string heartbeatProblem(const BenchOptions& opt) {
+  try {
+    heartbeatInForce(opt);
+  } catch (const mw::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string heartbeatText(const BenchOptions& opt) {
+  const Heartbeat hb = heartbeatInForce(opt);
+  return "heartbeat_interval_ms " + std::to_string(hb.interval.count()) + ", heartbeat_timeout_ms " +
+         std::to_string(hb.timeout.count()) + (heartbeatSettings(opt).empty() ? " (library defaults)" : "");
+}
+
+JsonRow heartbeatFields(const BenchOptions& opt) {
+  const Heartbeat hb = heartbeatInForce(opt);
+  return {{"heartbeat_interval_ms", jnum(static_cast<double>(hb.interval.count()))},
+          {"heartbeat_timeout_ms", jnum(static_cast<double>(hb.timeout.count()))}};
 }
 
 }  // namespace common

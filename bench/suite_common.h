@@ -2,6 +2,7 @@
 // processes, a temp dir, statistics and JSON output.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -123,6 +124,21 @@ std::string jnum(double v);
 // "ucx" or "gloo") when given, and loadavg_at_start (/proc/loadavg when
 // the process started).
 JsonRow backendFields(const BenchOptions& opt, const char* raw = nullptr);
+
+// The heartbeat settings asked for (--heartbeat-interval-ms,
+// --heartbeat-timeout-ms) as context settings: only those given.
+std::vector<std::pair<std::string, std::string>> heartbeatSettings(const BenchOptions& opt);
+// The heartbeat settings in force, given or the library's defaults; as
+// "heartbeat_interval_ms 50, heartbeat_timeout_ms 200"; and as the JSON
+// fields heartbeat_interval_ms and heartbeat_timeout_ms.
+struct Heartbeat {
+  std::chrono::milliseconds interval, timeout;
+};
+Heartbeat heartbeatInForce(const BenchOptions& opt);
+std::string heartbeatText(const BenchOptions& opt);
+JsonRow heartbeatFields(const BenchOptions& opt);
+// Why a context would refuse those settings, or "".
+std::string heartbeatProblem(const BenchOptions& opt);
 
 }  // namespace common
 }  // namespace mwbench
