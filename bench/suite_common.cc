@@ -299,7 +299,12 @@ mw_backend_t backendOf(const BenchOptions& opt) { return opt.ucx ? MW_BACKEND_UC
 const char* backendName(const BenchOptions& opt) { return opt.ucx ? "ucx" : "gloo"; }
 
 std::string resultsName(const std::string& suite, const BenchOptions& opt) {
-  return opt.ucx ? suite : suite + " (gloo)";
+  std::string name = opt.ucx ? suite : suite + " (gloo)";
+  if (!heartbeatSettings(opt).empty()) {
+    const Heartbeat hb = heartbeatInForce(opt);
+    name += " (heartbeat " + std::to_string(hb.interval.count()) + "/" + std::to_string(hb.timeout.count()) + ")";
+  }
+  return name;
 }
 
 std::string ucxTls() {
@@ -370,8 +375,6 @@ std::vector<std::size_t> sizesOf(const BenchOptions& opt) {
   return sizes;
 }
 
-// The library's configuration with the heartbeat settings given; throws
-// mw::Error naming a bad value.
 Heartbeat heartbeatInForce(const BenchOptions& opt) {
   mw::Config cfg;
   for (const auto& [key, value] : heartbeatSettings(opt)) cfg.set(key, value);

@@ -67,8 +67,9 @@ bool runWorkers(const char* suite, int n, std::size_t rec_size, const std::funct
 void writeRecord(int fd, const void* p, std::size_t n);
 
 // OURS' host backend (--backend), its name, and the name a suite's results
-// go under: `suite` with the UCX backend, "<suite> (gloo)" with Gloo, so
-// that one report can hold both.
+// go under: `suite` with the UCX backend, "<suite> (gloo)" with Gloo, and
+// "... (heartbeat 50/200)" with heartbeat settings given, so that one
+// report can hold them all.
 mw_backend_t backendOf(const BenchOptions& opt);
 const char* backendName(const BenchOptions& opt);
 std::string resultsName(const std::string& suite, const BenchOptions& opt);
@@ -134,7 +135,7 @@ std::vector<std::pair<std::string, std::string>> heartbeatSettings(const BenchOp
 struct Heartbeat {
   std::chrono::milliseconds interval, timeout;
 };
-Heartbeat heartbeatInForce(const BenchOptions& opt);
+Heartbeat heartbeatInForce(const BenchOptions& opt);  // throws mw::Error for settings a context refuses
 std::string heartbeatText(const BenchOptions& opt);
 JsonRow heartbeatFields(const BenchOptions& opt);
 // Why a context would refuse those settings, or "".
