@@ -217,6 +217,11 @@ void Watchdog::breakWorlds(const std::string& name, uint64_t epoch, const BreakM
   }
 }
 
+void Watchdog::setPathsReport(std::function<std::string()> report) {
+  std::lock_guard<std::mutex> lock(m_);
+  paths_report_ = std::move(report);
+}
+
 void Watchdog::tick() {
   std::vector<Watched> worlds;
   {
@@ -241,6 +246,20 @@ void Watchdog::tick() {
     for (const auto& w : worlds) {
       round.refresh_keys.push_back(keys_.worldMeta(w.name));
       round.refresh_keys.push_back(keys_.worldEpoch(w.name, w.epoch, "members"));
+    }
+  }
+  std::function<std::string()> report;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    report = paths_report_;
+  }
+  if (report) {
+    std::string paths = report();
+    if (!paths.empty() && (paths != paths_written_ || !round.refresh_keys.empty())) {
+      round.paths_key = keys_.paths(member_);
+      round.paths_value = paths;
+      round.paths_ttl = worldKeyTtl(cfg_);
+      paths_written_ = std::move(paths);
     }
   }
   HeartbeatReads reads = runHeartbeatRound(link_.commands(), round);

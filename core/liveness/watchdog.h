@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,10 @@ class Watchdog {
   // already returned it.
   void giveUp(const std::string& world, uint64_t epoch, int rank, const std::string& why);
   bool storeUp() const { return link_.up(); }
+  // What `multiworld status` shows of this member's data paths, asked for
+  // each round and written next to the heartbeat when it changed (and
+  // with the world records' refresh). Safe from any thread.
+  void setPathsReport(std::function<std::string()> report);
 
  private:
   struct Watched {
@@ -96,9 +101,11 @@ class Watchdog {
   PeerLiveness liveness_;
   Clock::time_point judge_after_;  // no verdicts before this (after an outage)
   int ticks_ = 0;
+  std::string paths_written_;  // watchdog thread only
 
   mutable std::mutex m_;
   std::map<const World*, Watched> worlds_;
+  std::function<std::string()> paths_report_;
   bool stop_ = false;
   int wake_fd_ = -1;  // eventfd
   std::thread thread_;
