@@ -5,6 +5,8 @@
 //   mw_bench p2p [--backend ucx|gloo] [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
 //                [--max-bytes B] [--redis URL]
 //   mw_bench faults [--backend ucx|gloo] [--trials N] [--json FILE] [--redis URL]
+//   mw_bench falsebreaks [--backend ucx|gloo] [--trials N] [--json FILE]
+//   (faults and falsebreaks also take [--heartbeat-interval-ms N] [--heartbeat-timeout-ms N])
 //   mw_bench allreduce [--backend ucx|gloo] [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
 //                      [--max-bytes B] [--redis URL]
 //   mw_bench create [--backend ucx|gloo] [--trials N] [--json FILE]
@@ -27,6 +29,7 @@
 #include "bench/bench_main.h"
 #include "bench/bench_options.h"
 #include "bench/extra_suites.h"
+#include "bench/falsebreaks_suite.h"
 #include "bench/faults_suite.h"
 #include "bench/p2p_suite.h"
 
@@ -51,11 +54,18 @@ const char kUsage[] =
     "  --min-bytes B   smallest message (default 64); sizes grow by 4x\n"
     "  --max-bytes B   largest message (default 64M)\n"
     "  --redis URL     Redis for multiworld (default: MW_REDIS_URL, else a private redis-server)\n"
+    "faults and falsebreaks take --heartbeat-interval-ms N and --heartbeat-timeout-ms N: the heartbeat\n"
+    "settings of every context of the run (default: the library's, 100 and 1000).\n"
     "usage: mw_bench faults [--backend B] [--trials N] [--json FILE] [--redis URL]\n"
     "  --trials N      trials per fault kind (kill9, sigstop, partition) for detection latency (default 20)\n"
     "  --json FILE     also write the results as JSON\n"
     "  --redis URL     Redis for multiworld (default: a private redis-server; MW_REDIS_URL is not used);\n"
     "                  with --redis the partition kind is skipped, as it needs the private one\n"
+    "usage: mw_bench falsebreaks [--backend B] [--trials N] [--json FILE]\n"
+    "  healthy worlds under load: 4 processes, a 2-rank world per pair, all streaming checked messages,\n"
+    "  then (cpu) one busy-loop process per CPU for 10 s, or (redis_pause) the private redis-server\n"
+    "  SIGSTOPped for 3 s; counts the worlds that broke (should be none)\n"
+    "  --trials N      rounds per load, each with fresh processes and worlds (default 3)\n"
     "usage: mw_bench allreduce [--backend B] [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]\n"
     "                          [--redis URL]\n"
     "  float32 sum over 2 and 4 processes against raw gloo::allreduce; --min-bytes defaults to 4, --max-bytes to\n"
@@ -139,8 +149,8 @@ int mwbench::benchMain(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string suite = argv[1];
-  if (suite != "p2p" && suite != "faults" && suite != "allreduce" && suite != "create" && suite != "control" &&
-      suite != "poll" && suite != "fanin" && suite != "failover" && suite != "nccl") {
+  if (suite != "p2p" && suite != "faults" && suite != "falsebreaks" && suite != "allreduce" && suite != "create" &&
+      suite != "control" && suite != "poll" && suite != "fanin" && suite != "failover" && suite != "nccl") {
     std::fprintf(stderr, "mw_bench: unknown suite '%s'\n%s", argv[1], kUsage);
     return 2;
   }
@@ -180,7 +190,10 @@ int mwbench::benchMain(int argc, char** argv) {
       known = known || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" || arg == "--max-bytes" ||
               (suite == "nccl" && arg == "--device");
     } else if (suite == "faults") {
-      known = known || arg == "--trials";
+      known = known || arg == "--trials" || arg == "--heartbeat-interval-ms" || arg == "--heartbeat-timeout-ms";
+    } else if (suite == "falsebreaks") {
+      known = arg == "--json" || arg == "--backend" || arg == "--trials" || arg == "--heartbeat-interval-ms" ||
+              arg == "--heartbeat-timeout-ms";
     } else if (suite == "create") {
       known = arg == "--json" || arg == "--trials" || arg == "--backend";
     } else if (suite == "control") {
@@ -231,6 +244,10 @@ int mwbench::benchMain(int argc, char** argv) {
     } else if (arg == "--trials") {
       good = parseCount(value, false, &opt.trials) && opt.trials > 0 && opt.trials <= 100000;
       trials_given = true;
+    } else if (arg == "--heartbeat-interval-ms" || arg == "--heartbeat-timeout-ms") {
+      std::size_t ms = 0;
+      good = parseCount(value, false, &ms) && ms > 0 && ms <= 3600000;
+      (arg == "--heartbeat-interval-ms" ? opt.heartbeat_interval_ms : opt.heartbeat_timeout_ms) = static_cast<int>(ms);
     } else if (arg == "--seconds") {
       std::size_t secs = 0;
       good = parseCount(value, false, &secs) && secs > 0 && secs <= 3600;
@@ -256,6 +273,10 @@ int mwbench::benchMain(int argc, char** argv) {
     return mwbench::runCreateSuite(opt);
   }
   if (suite == "control") return mwbench::runControlSuite(opt);
+  if (suite == "falsebreaks") {
+    if (!trials_given) opt.trials = 3;
+    return mwbench::runFalseBreaksSuite(opt);
+  }
   if (suite == "poll") return mwbench::runPollSuite(opt);
   if (suite == "fanin") return mwbench::runFaninSuite(opt);
   if (suite == "failover") {

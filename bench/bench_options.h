@@ -18,6 +18,10 @@ struct BenchOptions {
   int device = 0;                   // --device N (nccl): the CUDA device
   bool ucx = true;                  // --backend ucx|gloo: OURS' host backend (all but nccl)
   int spin_us = -1;                 // --spin-us N: OURS' spin_us (p2p, poll, fanin, allreduce); -1 = default
+  // --heartbeat-interval-ms N, --heartbeat-timeout-ms N (faults, falsebreaks):
+  // the contexts' heartbeat settings; 0 = the library's default.
+  int heartbeat_interval_ms = 0;
+  int heartbeat_timeout_ms = 0;
   double seconds = 0;               // --seconds S (control): per measurement; 0 = the suite's default
   std::string redis_url;            // --redis URL; p2p: else MW_REDIS_URL; else a private redis-server
   std::string command;              // the command line, for the report header

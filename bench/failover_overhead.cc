@@ -1,76 +1,24 @@
 #include "bench/failover_overhead.h"
 
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <stdexcept>
-#include <thread>
 
 #include <multiworld/multiworld.h>
 
 #include "bench/suite_common.h"
-#include "tools/common/checked_traffic.h"
-#include "tools/common/shared_memory.h"
 
 namespace mwbench {
 
-LabMembers::~LabMembers() {
-  for (pid_t pid : pids_) {
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-  }
-}
-
-void LabMembers::add(const std::string& ns, const std::function<int()>& body) {
-  std::fflush(nullptr);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int code = 99;
-    if (getppid() != parent) _exit(98);
+std::unique_ptr<Child> labMember(const std::string& ns, const std::function<int()>& body) {
+  return std::make_unique<Child>("member in " + ns, [ns, body] {
     if (!mwtools::NetLab::enter(ns)) {
       std::fprintf(stderr, "mw_bench failover: cannot enter namespace %s\n", ns.c_str());
-      _exit(97);
+      return 97;
     }
-    try {
-      code = body();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "mw_bench failover: member in %s: %s\n", ns.c_str(), e.what());
-    }
-    std::fflush(nullptr);
-    _exit(code);
-  }
-  pids_.push_back(pid);
-}
-
-bool LabMembers::join(int limit_ms) {
-  bool ok = true;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit_ms);
-  for (auto it = pids_.begin(); it != pids_.end();) {
-    int status = 0;
-    pid_t got = waitpid(*it, &status, WNOHANG);
-    if (got == 0 && std::chrono::steady_clock::now() < end) {
-      // Exits give no fd to wait on here; a short sleep between looks.
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      continue;
-    }
-    if (got == 0) {
-      kill(*it, SIGKILL);
-      waitpid(*it, &status, 0);
-      std::fprintf(stderr, "mw_bench failover: a member did not exit in time and was killed\n");
-    }
-    ok = ok && got == *it && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    it = pids_.erase(it);
-  }
-  return ok;
+    return body();
+  });
 }
 
 namespace {
@@ -81,7 +29,6 @@ constexpr int kMaxRounds = 64;
 enum Mode { kOn = 0, kOff = 1 };
 
 struct OverheadBoard {
-  std::atomic<int> failed{0};
   double mbps[kMaxSizes][kMaxRounds][2] = {};
   uint64_t link_bytes[kMaxSizes][2][2] = {};  // [size][mode][link], rank 0's ends, all rounds
 };
@@ -95,7 +42,7 @@ mw_context_t* contextFor(const std::string& redis_url, const std::string& addres
             mw_config_set(cfg, "path_failover", mode == kOn ? "on" : "off") == MW_OK &&
             mw_context_new(cfg, &ctx) == MW_OK;
   mw_config_free(cfg);
-  if (!ok) throw std::runtime_error(std::string("context (path_failover ") + (mode == kOn ? "on" : "off") +
+  if (!ok) throw SuiteError(std::string("context (path_failover ") + (mode == kOn ? "on" : "off") +
                                     "): " + mw_last_error());
   return ctx;
 }
@@ -180,12 +127,14 @@ std::string via(const uint64_t link_bytes[2]) {
 
 std::vector<OverheadRow> measureFailoverOverhead(const BenchOptions& opt, mwtools::Rails& rails,
                                                  const std::string& redis_url) {
-  mwtools::Shared<OverheadBoard> board;
-  LabMembers members;
+  Shared<OverheadBoard> board;
+  std::unique_ptr<Child> members[2];
   for (int r = 0; r < 2; ++r) {
-    members.add(rails.ns(r), [&, r] { return member(r, opt, rails, redis_url, *board); });
+    members[r] = labMember(rails.ns(r), [&, r] { return member(r, opt, rails, redis_url, *board); });
   }
-  if (!members.join(600000)) throw std::runtime_error("a throughput member failed");
+  for (auto& m : members) {
+    if (!m->join(std::chrono::minutes(10))) throw SuiteError(m->describe() + " (see stderr above)");
+  }
   std::vector<OverheadRow> rows;
   const std::vector<std::size_t> sizes = common::sizesOf(opt);
   for (std::size_t si = 0; si < sizes.size() && si < kMaxSizes; ++si) {

@@ -4,14 +4,14 @@
 // namespaces of a mwtools::Rails lab made by the caller.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bench/bench_options.h"
+#include "bench/fault_processes.h"
 #include "tools/common/netns.h"
 
 namespace mwbench {
@@ -29,21 +29,9 @@ struct OverheadRow {
 std::vector<OverheadRow> measureFailoverOverhead(const BenchOptions& opt, mwtools::Rails& rails,
                                                  const std::string& redis_url);
 
-// Forked member processes, each run inside its namespace; killed and
-// reaped when this goes away.
-class LabMembers {
- public:
-  LabMembers() = default;
-  ~LabMembers();
-  LabMembers(const LabMembers&) = delete;
-  LabMembers& operator=(const LabMembers&) = delete;
-  // Call before this process made any multiworld context.
-  void add(const std::string& ns, const std::function<int()>& body);
-  // Waits up to limit_ms for every member to exit; true when all exited 0.
-  bool join(int limit_ms);
-
- private:
-  std::vector<pid_t> pids_;
-};
+// A member process in namespace `ns` of the lab, running `body` there
+// (bench/fault_processes.h: killed and reaped when it goes away). Call
+// before this process made any multiworld context.
+std::unique_ptr<Child> labMember(const std::string& ns, const std::function<int()>& body);
 
 }  // namespace mwbench

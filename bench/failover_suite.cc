@@ -27,7 +27,6 @@
 #include "bench/suite_common.h"
 #include "tools/common/checked_traffic.h"
 #include "tools/common/netns.h"
-#include "tools/common/shared_memory.h"
 
 namespace mwbench {
 
@@ -36,7 +35,6 @@ using namespace common;
 namespace {
 
 using mwtools::MemberBoard;
-using mwtools::monotonicNs;
 using mwtools::NetCut;
 
 constexpr std::size_t kStallMessageBytes = 64 * 1024;
@@ -59,18 +57,6 @@ struct StallRow {
   std::string failure;  // why the run could not go on, "" when it did
 };
 
-bool waitFor(const std::function<bool()>& cond, int limit_ms) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit_ms);
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() >= end) return false;
-    // Shared-memory progress offers nothing to block on; short sleeps.
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
-
-void sleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
 // One kind and cut method: `cuts` cuts of member 0's active link.
 StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const std::string& redis_url) {
   StallRow row;
@@ -78,11 +64,11 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
   row.how = how;
   const int n = kind == "p2p" ? 2 : 3;
   mwtools::Rails rails(n, 2);
-  mwtools::Shared<StallBoard> b;
-  LabMembers members;
+  Shared<StallBoard> b;
+  std::vector<std::unique_ptr<Child>> members;
   const std::string world = "failover-" + kind + "-" + mwtools::netCutName(how);
   for (int r = 0; r < n; ++r) {
-    members.add(rails.ns(r), [&, r] {
+    members.push_back(labMember(rails.ns(r), [&, r] {
       mwtools::TrafficSpec s;
       s.redis_url = redis_url;
       s.world = world;
@@ -94,8 +80,23 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
       s.settings = {{"data_addresses", mwtools::Rails::addresses({0, 1}, r)}};
       return kind == "p2p" ? mwtools::runCheckedStream(s, b->m[r], b->stop)
                            : mwtools::runCheckedAllreduce(s, b->m[r], b->stop);
-    });
+    }));
   }
+  std::vector<Child*> watch;
+  for (auto& m : members) watch.push_back(m.get());
+  // Progress is in shared memory, with nothing to block on: short looks
+  // (sleepMs ends the run on a signal).
+  auto waitFor = [&](const std::function<bool()>& cond, int limit_ms) {
+    const int64_t end = mwtools::monotonicNs() + limit_ms * 1000000LL;
+    while (!cond()) {
+      for (Child* c : watch) {
+        if (!c->running()) return cond();  // a member that left: its board says why
+      }
+      if (mwtools::monotonicNs() >= end) return false;
+      sleepMs(2);
+    }
+    return true;
+  };
   auto all = [&](const std::function<bool(const MemberBoard&)>& f) {
     for (int r = 0; r < n; ++r) {
       if (!f(b->m[r])) return false;
@@ -117,7 +118,7 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
     // posted cannot cross the link. (The stall is short by the moments
     // between the kernel's change and the command's exit.)
     if (!rails.lab().setCut(rails.link(0, link), how, true)) throw std::runtime_error("cannot cut a link");
-    const int64_t at = monotonicNs();
+    const int64_t at = mwtools::monotonicNs();
     for (int r = 0; r < n; ++r) b->m[r].markCut(at);
     const int slot = static_cast<int>(c);
     if (!waitFor([&] { return anyBroken() || all([&](const MemberBoard& m) { return m.resumed_ns[slot].load() != 0; }); },
@@ -142,7 +143,9 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
     sleepMs(200);
   }
   b->stop.store(1);
-  if (!members.join(60000) && row.failure.empty()) row.failure = "a member failed";
+  for (auto& m : members) {
+    if (!m->join(std::chrono::seconds(60)) && row.failure.empty()) row.failure = m->describe();
+  }
   for (int r = 0; r < n; ++r) {
     const MemberBoard& m = b->m[r];
     row.lost += m.lost.load();
@@ -176,6 +179,7 @@ int runFailoverSuite(const BenchOptions& opt) {
   bool ok = true;
   std::string drop_method;
   try {
+    SignalGuard on_signal;  // a run ended by a signal still removes its namespaces
     TempDir dir;
     PrivateRedis redis(dir.path());
     std::printf("# failover on %s: %s\n", machine.c_str(), opt.command.c_str());

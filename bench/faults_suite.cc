@@ -42,6 +42,7 @@
 
 #include <multiworld/multiworld.h>
 
+#include "bench/fault_processes.h"
 #include "bench/fault_traffic.h"
 
 namespace mwbench {
@@ -83,155 +84,9 @@ const char kOuterPrefix[] = "mwbfo";  // veth mwbfo<pid> here ...
 const char kInnerPrefix[] = "mwbfi";  // ... and mwbfi<pid> in the namespace
 const char kTempPrefix[] = "mw-bench-faults-";  // $TMPDIR/mw-bench-faults-<pid>.XXXXXX
 
-// A failure of the suite itself (not of a measurement's expectations).
-class SuiteError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // The host backend of every world of the run; set by runFaultsSuite before
 // any process is forked.
 mw_backend_t g_backend = MW_BACKEND_UCX;
-
-volatile sig_atomic_t g_signal = 0;
-void onSignal(int sig) { g_signal = sig; }
-
-void checkSignal() {
-  if (g_signal) throw SuiteError("interrupted by signal " + std::to_string(static_cast<int>(g_signal)));
-}
-
-// Sleeps until CLOCK_MONOTONIC reaches `deadline_ns`; a signal for us ends
-// the run.
-void sleepUntilNs(int64_t deadline_ns) {
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(deadline_ns / 1000000000);
-  ts.tv_nsec = static_cast<long>(deadline_ns % 1000000000);
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) checkSignal();
-  checkSignal();
-}
-
-void sleepMs(int ms) { sleepUntilNs(monotonicNs() + static_cast<int64_t>(ms) * 1000000); }
-
-// ---- shared memory and processes ----------------------------------------------
-
-// An anonymous shared mapping made before fork: how the parent and its
-// processes see each other's progress.
-template <typename T>
-class Shared {
- public:
-  Shared() {
-    void* p = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw SuiteError("mmap failed: " + std::string(std::strerror(errno)));
-    t_ = new (p) T();
-  }
-  ~Shared() {
-    t_->~T();
-    munmap(t_, sizeof(T));
-  }
-  Shared(const Shared&) = delete;
-  Shared& operator=(const Shared&) = delete;
-  T* operator->() { return t_; }
-  T& operator*() { return *t_; }
-
- private:
-  T* t_;
-};
-
-// A forked process running `body`, which exits with body's return value.
-// Killed (SIGKILL) and reaped when the object goes away, so no error path
-// leaves one behind; each also dies with the parent (PR_SET_PDEATHSIG).
-class Child {
- public:
-  Child(std::string name, const std::function<int()>& body) : name_(std::move(name)) {
-    std::fflush(nullptr);
-    const pid_t parent = getpid();
-    pid_ = fork();
-    if (pid_ < 0) throw SuiteError("fork failed: " + std::string(std::strerror(errno)));
-    if (pid_ == 0) {
-      for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(98);
-      int code = 99;
-      try {
-        code = body();
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "mw_bench faults: %s: %s\n", name_.c_str(), e.what());
-      }
-      std::fflush(nullptr);
-      _exit(code);
-    }
-  }
-  ~Child() { kill9(); }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  pid_t pid() const { return pid_; }
-  const std::string& name() const { return name_; }
-
-  // Still running (reaps it if it just ended).
-  bool running() {
-    if (reaped_) return false;
-    if (waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
-    return !reaped_;
-  }
-  void signal(int sig) {
-    if (!reaped_) kill(pid_, sig);
-  }
-  void kill9() {
-    if (reaped_ || pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
-    }
-    reaped_ = true;
-  }
-  // Waits up to `limit` for it to end by itself; true when it exited 0.
-  // One still running then is killed.
-  bool join(std::chrono::milliseconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (running() && std::chrono::steady_clock::now() < end) {
-      checkSignal();
-      sleepMs(5);
-    }
-    if (running()) {
-      kill9();
-      std::fprintf(stderr, "mw_bench faults: %s did not exit within %lld ms and was killed\n", name_.c_str(),
-                   static_cast<long long>(limit.count()));
-      return false;
-    }
-    return WIFEXITED(status_) && WEXITSTATUS(status_) == 0;
-  }
-  std::string describe() const {
-    if (!reaped_) return name_ + " is running";
-    if (WIFEXITED(status_)) return name_ + " exited with status " + std::to_string(WEXITSTATUS(status_));
-    if (WIFSIGNALED(status_)) return name_ + " died of signal " + std::to_string(WTERMSIG(status_));
-    return name_ + " ended";
-  }
-
- private:
-  std::string name_;
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  int status_ = 0;
-};
-
-// Waits (looking every millisecond) for `cond`; a watched process that ends
-// meanwhile fails the suite. False when `limit` passed without it.
-template <typename F>
-bool waitUntil(F cond, std::chrono::milliseconds limit, std::initializer_list<Child*> watch) {
-  const int64_t end = monotonicNs() + std::chrono::duration_cast<std::chrono::nanoseconds>(limit).count();
-  for (;;) {
-    if (cond()) return true;
-    for (Child* c : watch) {
-      if (!c->running()) {
-        if (cond()) return true;
-        throw SuiteError(c->describe() + " (see stderr above)");
-      }
-    }
-    if (monotonicNs() >= end) return cond();
-    sleepMs(1);
-  }
-}
-
 
 bool deadPid(long pid);
 long pidIn(const std::string& name, const std::string& prefix);
@@ -467,12 +322,15 @@ struct Env {
   std::string tcp_url;     // to the private redis-server over the veth, for the partition
   std::string mw_namespace;
   Netns* netns = nullptr;  // null: no partition
+  Settings heartbeat;      // --heartbeat-interval-ms, --heartbeat-timeout-ms as given
 };
 
 std::string trialWorld(Fault f, int t) { return std::string("faults.") + faultName(f) + "." + std::to_string(t); }
 
 Settings settingsFor(const Env& env, const std::string& url, const std::string& bind) {
-  return {{"redis_url", url}, {"namespace", env.mw_namespace}, {"bind_address", bind}};
+  Settings s = {{"redis_url", url}, {"namespace", env.mw_namespace}, {"bind_address", bind}};
+  s.insert(s.end(), env.heartbeat.begin(), env.heartbeat.end());
+  return s;
 }
 
 // One survivor serves the trials of a kind from `first_trial` on: forms trial
@@ -903,7 +761,9 @@ bool writeJson(const std::string& path, const BenchOptions& opt, const std::stri
   std::fprintf(f, "{\"bench\": %s, \"command\": %s, \"machine\": %s, ",
                jsonString(common::resultsName("faults", opt)).c_str(), jsonString(opt.command).c_str(),
                jsonString(machine).c_str());
-  for (const auto& [key, value] : common::backendFields(opt)) {
+  common::JsonRow top = common::backendFields(opt);
+  for (auto& field : common::heartbeatFields(opt)) top.push_back(std::move(field));
+  for (const auto& [key, value] : top) {
     std::fprintf(f, "%s: %s, ", jsonString(key).c_str(), value.c_str());
   }
   std::fprintf(f, "\"rows\": [");
@@ -948,24 +808,6 @@ bool writeJson(const std::string& path, const BenchOptions& opt, const std::stri
   return ok;
 }
 
-// Our handlers for the signals that end a run, so that the namespace, the
-// veth pair, redis-server and every process go away with it.
-class SignalGuard {
- public:
-  SignalGuard() {
-    struct sigaction sa {};
-    sa.sa_handler = onSignal;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~SignalGuard() {
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &old_[i], nullptr);
-  }
-
- private:
-  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction old_[3];
-};
 
 }  // namespace
 
@@ -974,16 +816,20 @@ int runFaultsSuite(const BenchOptions& opt) {
     std::fprintf(stderr, "mw_bench faults: --trials must be at least 1\n");
     return 2;
   }
+  if (const std::string bad = common::heartbeatProblem(opt); !bad.empty()) {
+    std::fprintf(stderr, "mw_bench faults: %s\n", bad.c_str());
+    return 2;
+  }
   const std::string machine = machineName();
   std::vector<KindResult> kinds;
   std::vector<Rep> reps;
   g_backend = common::backendOf(opt);
-  g_signal = 0;
   SignalGuard signals;
   try {
     TempDir dir;
     Env env;
     env.mw_namespace = "mwbench-faults." + std::to_string(getpid());
+    env.heartbeat = common::heartbeatSettings(opt);
 
     std::unique_ptr<Netns> netns;
     std::string partition_skip;
@@ -1015,10 +861,9 @@ int runFaultsSuite(const BenchOptions& opt) {
     env.netns = netns.get();
 
     std::printf("# %s on %s: %s\n", common::resultsName("faults", opt).c_str(), machine.c_str(), opt.command.c_str());
-    std::printf("# multiworld %s, %s, library defaults (heartbeat_interval_ms 100, heartbeat_timeout_ms 1000), "
-                "bind_address 127.0.0.1; Redis %s\n",
-                mw_version_string(),
+    std::printf("# multiworld %s, %s, %s, bind_address 127.0.0.1; Redis %s\n", mw_version_string(),
                 opt.ucx ? ("UCX (UCX_TLS " + common::ucxTls() + ", error mode peer)").c_str() : "Gloo",
+                common::heartbeatText(opt).c_str(),
                 opt.redis_url.empty() ? "private redis-server on a unix socket" : "from --redis");
     std::printf("#\n# 1. detection latency: ms from the fault to the survivor's first sign of the break (a request "
                 "completing with MW_ERR_WORLD_BROKEN or an MW_EVENT_WORLD_BROKEN event, whichever came first), "

@@ -22,6 +22,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/config.h"
+#include "core/error.h"
+
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -296,7 +299,12 @@ mw_backend_t backendOf(const BenchOptions& opt) { return opt.ucx ? MW_BACKEND_UC
 const char* backendName(const BenchOptions& opt) { return opt.ucx ? "ucx" : "gloo"; }
 
 std::string resultsName(const std::string& suite, const BenchOptions& opt) {
-  return opt.ucx ? suite : suite + " (gloo)";
+  std::string name = opt.ucx ? suite : suite + " (gloo)";
+  if (!heartbeatSettings(opt).empty()) {
+    const Heartbeat hb = heartbeatInForce(opt);
+    name += " (heartbeat " + std::to_string(hb.interval.count()) + "/" + std::to_string(hb.timeout.count()) + ")";
+  }
+  return name;
 }
 
 std::string ucxTls() {
@@ -365,6 +373,41 @@ std::vector<std::size_t> sizesOf(const BenchOptions& opt) {
     if (b > opt.max_bytes / 4) break;
   }
   return sizes;
+}
+
+Heartbeat heartbeatInForce(const BenchOptions& opt) {
+  mw::Config cfg;
+  for (const auto& [key, value] : heartbeatSettings(opt)) cfg.set(key, value);
+  cfg.validate();
+  return {cfg.heartbeat_interval, cfg.heartbeat_timeout};
+}
+
+std::vector<std::pair<std::string, std::string>> heartbeatSettings(const BenchOptions& opt) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (opt.heartbeat_interval_ms > 0) out.push_back({"heartbeat_interval_ms", std::to_string(opt.heartbeat_interval_ms)});
+  if (opt.heartbeat_timeout_ms > 0) out.push_back({"heartbeat_timeout_ms", std::to_string(opt.heartbeat_timeout_ms)});
+  return out;
+}
+
+std::string heartbeatProblem(const BenchOptions& opt) {
+  try {
+    heartbeatInForce(opt);
+  } catch (const mw::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string heartbeatText(const BenchOptions& opt) {
+  const Heartbeat hb = heartbeatInForce(opt);
+  return "heartbeat_interval_ms " + std::to_string(hb.interval.count()) + ", heartbeat_timeout_ms " +
+         std::to_string(hb.timeout.count()) + (heartbeatSettings(opt).empty() ? " (library defaults)" : "");
+}
+
+JsonRow heartbeatFields(const BenchOptions& opt) {
+  const Heartbeat hb = heartbeatInForce(opt);
+  return {{"heartbeat_interval_ms", jnum(static_cast<double>(hb.interval.count()))},
+          {"heartbeat_timeout_ms", jnum(static_cast<double>(hb.timeout.count()))}};
 }
 
 }  // namespace common

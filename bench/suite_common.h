@@ -2,6 +2,7 @@
 // processes, a temp dir, statistics and JSON output.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -66,8 +67,9 @@ bool runWorkers(const char* suite, int n, std::size_t rec_size, const std::funct
 void writeRecord(int fd, const void* p, std::size_t n);
 
 // OURS' host backend (--backend), its name, and the name a suite's results
-// go under: `suite` with the UCX backend, "<suite> (gloo)" with Gloo, so
-// that one report can hold both.
+// go under: `suite` with the UCX backend, "<suite> (gloo)" with Gloo, and
+// "... (heartbeat 50/200)" with heartbeat settings given, so that one
+// report can hold them all.
 mw_backend_t backendOf(const BenchOptions& opt);
 const char* backendName(const BenchOptions& opt);
 std::string resultsName(const std::string& suite, const BenchOptions& opt);
@@ -123,6 +125,21 @@ std::string jnum(double v);
 // "ucx" or "gloo") when given, and loadavg_at_start (/proc/loadavg when
 // the process started).
 JsonRow backendFields(const BenchOptions& opt, const char* raw = nullptr);
+
+// The heartbeat settings asked for (--heartbeat-interval-ms,
+// --heartbeat-timeout-ms) as context settings: only those given.
+std::vector<std::pair<std::string, std::string>> heartbeatSettings(const BenchOptions& opt);
+// The heartbeat settings in force, given or the library's defaults; as
+// "heartbeat_interval_ms 50, heartbeat_timeout_ms 200"; and as the JSON
+// fields heartbeat_interval_ms and heartbeat_timeout_ms.
+struct Heartbeat {
+  std::chrono::milliseconds interval, timeout;
+};
+Heartbeat heartbeatInForce(const BenchOptions& opt);  // throws mw::Error for settings a context refuses
+std::string heartbeatText(const BenchOptions& opt);
+JsonRow heartbeatFields(const BenchOptions& opt);
+// Why a context would refuse those settings, or "".
+std::string heartbeatProblem(const BenchOptions& opt);
 
 }  // namespace common
 }  // namespace mwbench

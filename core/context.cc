@@ -98,7 +98,13 @@ Context::~Context() {
 
 std::shared_ptr<UcxContext> Context::ucx() {
   std::lock_guard<std::mutex> lock(ucx_m_);
-  if (!ucx_) ucx_ = std::make_shared<UcxContext>(cfg_);
+  if (!ucx_) {
+    ucx_ = std::make_shared<UcxContext>(cfg_);
+    watchdog_->setPathsReport([weak = std::weak_ptr<UcxContext>(ucx_)] {
+      auto ucx = weak.lock();
+      return ucx ? ucx->pathsReport() : std::string();
+    });
+  }
   return ucx_;
 }
 

@@ -204,6 +204,43 @@ TEST_F(Triangle, SaturatedCpuBreaksNothing) {
   expectClean({A, B, C});
 }
 
+// Heartbeats every 50 ms, a timeout of 200 ms: Redis paused for 3 s (every
+// member's rounds fail or wait, and every heartbeat key expires meanwhile)
+// breaks nothing; a member stopped afterwards still breaks its worlds, and
+// only those.
+TEST_F(Triangle, FastHeartbeatsRideOutARedisPauseAndStillCatchAStoppedMember) {
+  startAll({{"heartbeat_interval_ms", "50"}, {"heartbeat_timeout_ms", "200"}});
+  {
+    redis_.pause();
+    struct Resume {
+      RedisServer& r;
+      ~Resume() { r.resume(); }
+    } resume{redis_};
+    const int64_t a0 = seen(A, kWorldA).received;
+    std::this_thread::sleep_for(3s);
+    EXPECT_GT(seen(A, kWorldA).received.load(), a0 + 100) << "data stopped while Redis was paused";
+  }
+  // Well past the timeout after every member is back on Redis.
+  ASSERT_TRUE(eventually([&] {
+    for (auto& p : board_->procs) {
+      if (p.store_up.load() < 1) return false;
+    }
+    return true;
+  }, 10s)) << "a member never saw Redis again";
+  std::this_thread::sleep_for(2s);
+  EXPECT_FALSE(anyBroken()) << describe();
+  for (auto& p : board_->procs) EXPECT_GE(p.store_down.load(), 1) << "Redis was not unreachable for every member";
+
+  kill(pids_[C], SIGSTOP);
+  EXPECT_TRUE(eventually([&] { return seen(A, kWorldB).broken_at_ns && seen(B, kWorldC).broken_at_ns; }, 10s))
+      << "the stopped member's worlds did not break";
+  EXPECT_EQ(seen(A, kWorldA).broken_at_ns.load(), 0);
+  EXPECT_EQ(seen(B, kWorldA).broken_at_ns.load(), 0);
+  kill(pids_[C], SIGKILL);
+  stopAll({A, B});
+  expectClean({A, B});
+}
+
 // Create -> kill the peer -> detect -> destroy -> re-create, many times, with
 // no growth in the survivor's fds, threads or memory.
 TEST(FaultCycles, KillDetectDestroyRecreateDoesNotLeak) {

@@ -20,6 +20,9 @@ struct HeartbeatRound {
   std::vector<std::string> marker_keys;  // read: break markers
   std::vector<std::string> refresh_keys;  // PEXPIRE'd to refresh_ttl
   std::chrono::milliseconds refresh_ttl{0};
+  // Written too when set: this member's paths report (Keys::paths).
+  std::string paths_key, paths_value;
+  std::chrono::milliseconds paths_ttl{0};
 };
 
 struct HeartbeatReads {

@@ -6,15 +6,16 @@
 // out Redis outages and Sentinel failovers without breaking anything
 // (core/liveness/store_link.h).
 //
-// After a failover the new master may lack the last heartbeats and break
-// markers written to the old one (replication is asynchronous), and
-// members reach it at different moments. So after a switch no peer is
+// After an outage or a failover (the new master may lack the last
+// heartbeats and break markers written to the old one, as replication is
+// asynchronous, and members reach it at different moments) no peer is
 // judged until it has had a full heartbeat timeout, from this member's
 // reconnection, to write again; and every break this member knows of is
 // announced again (marker and notice), for members that missed it.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,10 @@ class Watchdog {
   // already returned it.
   void giveUp(const std::string& world, uint64_t epoch, int rank, const std::string& why);
   bool storeUp() const { return link_.up(); }
+  // What `multiworld status` shows of this member's data paths, asked for
+  // each round and written next to the heartbeat when it changed (and
+  // with the world records' refresh). Safe from any thread.
+  void setPathsReport(std::function<std::string()> report);
 
  private:
   struct Watched {
@@ -94,12 +99,13 @@ class Watchdog {
 
   uint64_t beat_ = 0;       // watchdog thread only, from here on
   PeerLiveness liveness_;
-  Clock::time_point last_tick_;
-  Clock::time_point judge_after_;  // no verdicts before this (outage, stall)
+  Clock::time_point judge_after_;  // no verdicts before this (after an outage)
   int ticks_ = 0;
+  std::string paths_written_;  // watchdog thread only
 
   mutable std::mutex m_;
   std::map<const World*, Watched> worlds_;
+  std::function<std::string()> paths_report_;
   bool stop_ = false;
   int wake_fd_ = -1;  // eventfd
   std::thread thread_;

@@ -53,7 +53,10 @@ std::vector<MemberEntry> Directory::members() {
   for (const auto& key : scan(prefix + "*")) {
     auto v = conn_->command({"GET", key});
     if (!v || v->type != REDIS_REPLY_STRING) continue;  // expired between SCAN and GET
-    out.push_back(MemberEntry{key.substr(prefix.size()), parseHeartbeat(std::string_view(v->str, v->len))});
+    MemberEntry m{key.substr(prefix.size()), parseHeartbeat(std::string_view(v->str, v->len)), {}};
+    auto paths = conn_->command({"GET", keys_.paths(m.id)});
+    if (paths && paths->type == REDIS_REPLY_STRING) m.paths = std::string(paths->str, paths->len);
+    out.push_back(std::move(m));
   }
   return out;
 }

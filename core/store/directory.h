@@ -19,6 +19,7 @@ namespace mw {
 struct MemberEntry {
   std::string id;
   std::optional<Heartbeat> heartbeat;  // nullopt: a value that is not a heartbeat
+  std::string paths;  // its data paths report (Keys::paths), empty if none
 };
 
 struct WorldEntry {

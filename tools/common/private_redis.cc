@@ -72,6 +72,7 @@ PrivateRedis::~PrivateRedis() { stop(); }
 void PrivateRedis::stop() {
   if (pid_ <= 0) return;
   kill(pid_, SIGTERM);
+  kill(pid_, SIGCONT);  // a stopped server handles SIGTERM only once it runs
   int status;
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }

@@ -23,6 +23,9 @@ class PrivateRedis {
   PrivateRedis& operator=(const PrivateRedis&) = delete;
 
   std::string url() const { return "unix://" + socket_; }
+  // The server's process, for a caller that pauses it (SIGSTOP/SIGCONT);
+  // stop() ends a paused one too.
+  pid_t pid() const { return pid_; }
   void stop();
 
  private:

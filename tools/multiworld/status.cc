@@ -36,6 +36,7 @@ void printOnce(mw::Directory& dir) {
     const auto& hb = m.heartbeat;
     std::printf("  %-18s %-16s %-8s %s\n", mw::cappedText(m.id).c_str(), hb ? mw::cappedText(hb->host).c_str() : "?",
                 hb ? std::to_string(hb->pid).c_str() : "?", hb ? ageText(now - hb->unix_ms).c_str() : "?");
+    if (!m.paths.empty()) std::printf("      paths: %s\n", mw::cappedText(m.paths).c_str());
   }
   if (alive.empty()) std::printf("  (none)\n");
 

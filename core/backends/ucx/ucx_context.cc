@@ -31,7 +31,8 @@ UcxContext::UcxContext(const Config& cfg)
   engine_ = std::make_shared<UcxEngine>(cfg.spin, netDevicesFor(cfg.configuredDataAddresses(), addressKey(cfg)),
                                         pathDevices(cfg, paths_));
   links_ = std::make_unique<UcxLinks>(*engine_);
-  if (engine_->pathCount() > 0) {
+  has_paths_ = engine_->pathCount() > 0;
+  if (has_paths_) {
     UcxEngine::Lock lock = engine_->lock();
     router_ = std::make_unique<UcxPathRouter>(*engine_);
   }
@@ -63,6 +64,41 @@ uint32_t UcxContext::allocateWorldId() {
 }
 
 void UcxContext::releaseWorldId(uint32_t id) { in_use_.erase(id); }
+
+namespace {
+
+std::string downEntry(const std::string& world, int peer, const std::string& peer_ip) {
+  return peer_ip + " (world " + world + " rank " + std::to_string(peer) + ")";
+}
+
+}  // namespace
+
+std::string UcxContext::pathsReport() const {
+  if (!has_paths_) return {};
+  std::string out;
+  for (const auto& ip : paths_) out += (out.empty() ? "" : " ") + ip;
+  std::lock_guard<std::mutex> lock(report_m_);
+  std::string down;
+  for (const auto& d : down_) down += (down.empty() ? "" : ", ") + d;
+  return down.empty() ? out : out + "; down: " + down;
+}
+
+void UcxContext::notePath(const std::string& world, int peer, const std::string& peer_ip, bool up) {
+  std::lock_guard<std::mutex> lock(report_m_);
+  if (up) {
+    down_.erase(downEntry(world, peer, peer_ip));
+  } else {
+    down_.insert(downEntry(world, peer, peer_ip));
+  }
+}
+
+void UcxContext::forgetPaths(const std::string& world) {
+  std::lock_guard<std::mutex> lock(report_m_);
+  const std::string tag = " (world " + world + " rank ";
+  for (auto it = down_.begin(); it != down_.end();) {
+    it = it->find(tag) != std::string::npos ? down_.erase(it) : std::next(it);
+  }
+}
 
 void UcxContext::adopt(std::unique_ptr<UcxOp> op) { orphans_.push_back(std::move(op)); }
 

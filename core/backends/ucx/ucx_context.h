@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,6 +38,13 @@ class UcxContext {
   // non-loopback interface that is up).
   const std::vector<std::string>& paths() const { return paths_; }
 
+  // For `multiworld status` (any thread): "10.0.1.1 10.0.2.1", then
+  // "; down: 10.0.1.2 (world w rank 1), ..." for each path a world of this
+  // context sees down; empty without path workers.
+  std::string pathsReport() const;
+  void notePath(const std::string& world, int peer, const std::string& peer_ip, bool up);
+  void forgetPaths(const std::string& world);
+
   // path_timeout_ms and heartbeat_timeout_ms (ucx_failover.h).
   std::chrono::milliseconds pathTimeout() const { return path_timeout_; }
   std::chrono::milliseconds memberTimeout() const { return member_timeout_; }
@@ -63,6 +72,9 @@ class UcxContext {
   std::vector<std::string> paths_;
   const std::chrono::milliseconds path_timeout_;
   const std::chrono::milliseconds member_timeout_;
+  bool has_paths_ = false;  // set before any other thread sees this
+  mutable std::mutex report_m_;
+  std::set<std::string> down_;  // "<peer ip> (world <name> rank <r>)"
   std::set<uint32_t> in_use_;
   uint32_t next_id_ = 1;
   std::vector<std::unique_ptr<UcxOp>> orphans_;

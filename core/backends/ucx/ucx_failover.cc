@@ -265,7 +265,7 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
   // by then, so what those completions send goes the new way.
   closeEndpoint(ep, serial);
   MW_LOG(LogLevel::Info, "%s is down: %s", pathName(p, path).c_str(), why.c_str());
-  if (hooks_.path_changed) hooks_.path_changed(peer, false, pathName(p, path) + " is down: " + why);
+  if (hooks_.path_changed) hooks_.path_changed(peer, false, path.peer_ip, pathName(p, path) + " is down: " + why);
   if (closed_) return;
   if (was_current && moved) retransmit(p);
   armTimer();
@@ -385,7 +385,9 @@ void UcxFailover::onProbeAck(const pathwire::Header& h) {
     if (all_were_down || index < p.current) p.current = index;
     p.reported_unreachable = false;
     MW_LOG(LogLevel::Info, "%s is up again", f->pathName(p, path).c_str());
-    if (f->hooks_.path_changed) f->hooks_.path_changed(peer, true, f->pathName(p, path) + " carries traffic again");
+    if (f->hooks_.path_changed) {
+      f->hooks_.path_changed(peer, true, path.peer_ip, f->pathName(p, path) + " carries traffic again");
+    }
     if (all_were_down && !f->closed_) f->retransmit(p);
   });
 }

@@ -47,8 +47,9 @@ namespace mw {
 class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
  public:
   struct Hooks {
-    // A path to `peer` went down or came back; `detail` names it.
-    std::function<void(int peer, bool up, const std::string& detail)> path_changed;
+    // A path to `peer` (its address `peer_ip`) went down or came back;
+    // `detail` names it.
+    std::function<void(int peer, bool up, const std::string& peer_ip, const std::string& detail)> path_changed;
     // Every path to `peer` stayed silent past the member timeout.
     std::function<void(int peer, const std::string& detail)> unreachable;
     // True when `peer`'s process is known to have exited (its world then

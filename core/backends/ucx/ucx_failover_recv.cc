@@ -5,6 +5,14 @@
 #include "core/backends/ucx/ucx_failover.h"
 
 namespace mw {
+namespace {
+
+// Empty messages may come with null buffers on either side.
+void copyOut(void* to, const char* from, size_t n) {
+  if (n > 0) std::memcpy(to, from, n);
+}
+
+}  // namespace
 
 ucs_status_t UcxFailover::onData(const pathwire::Header& h, void* data, size_t length,
                                  const ucp_am_recv_param_t& param, ucp_worker_h worker) {
@@ -70,7 +78,7 @@ void UcxFailover::deliver(Peer& p, Arrival a) {
   Posted r = std::move(queue.front());
   queue.pop_front();
   recv_index_.erase(r.id);
-  std::memcpy(r.buffer, a.data, std::min(r.bytes, a.length));
+  copyOut(r.buffer, a.data, std::min(r.bytes, a.length));
   release(a);
   r.done(a.length > r.bytes ? UCS_ERR_MESSAGE_TRUNCATED : UCS_OK, a.length);
 }
@@ -112,7 +120,7 @@ uint64_t UcxFailover::recv(int peer, uint64_t channel, void* buffer, size_t byte
   if (waiting != p.waiting.end() && !waiting->second.empty()) {
     Arrival a = std::move(waiting->second.front());
     waiting->second.pop_front();
-    std::memcpy(buffer, a.data, std::min(bytes, a.length));
+    copyOut(buffer, a.data, std::min(bytes, a.length));
     const size_t length = a.length;
     release(a);
     done(length > bytes ? UCS_ERR_MESSAGE_TRUNCATED : UCS_OK, length);

@@ -150,7 +150,8 @@ void UcxWorld::start(World& world) {
 
 void UcxWorld::startFailover() {
   UcxFailover::Hooks hooks;
-  hooks.path_changed = [this](int peer, bool up, const std::string& detail) {
+  hooks.path_changed = [this](int peer, bool up, const std::string& peer_ip, const std::string& detail) {
+    ucx_->notePath(world_->name(), peer, peer_ip, up);
     world_->owner().pathChanged(world_->shared_from_this(), peer, up, detail);
   };
   hooks.unreachable = [this](int peer, const std::string& detail) { transportFailed(peer, detail); };
@@ -468,6 +469,7 @@ void UcxWorld::stop() noexcept {
     if (c->request) c.release();
   }
   control_.clear();
+  if (failover_ && world_) ucx_->forgetPaths(world_->name());
   ucx_->releaseWorldId(world_id_);
 }
 
