@@ -103,6 +103,11 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
     }
     return true;
   };
+  auto events = [&](int64_t since) {
+    std::string out;
+    for (int r = 0; r < n; ++r) out += "\n  member " + std::to_string(r) + ": " + b->m[r].eventText(since);
+    return out;
+  };
   auto anyBroken = [&] { return !all([](const MemberBoard& m) { return m.broken_ns.load() == 0; }); };
   if (!waitFor([&] { return all([](const MemberBoard& m) { return m.delivered.load() >= 50; }); }, 60000)) {
     row.failure = "the traffic did not start within 60 s";
@@ -125,8 +130,7 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
                  kNoDeliveryLimitMs) ||
         anyBroken()) {
       row.failure = "cut " + std::to_string(c) + " of link " + std::to_string(link) + ": " +
-                    (anyBroken() ? "the world broke" : "no delivery within 10 s") + "; events: " +
-                    b->m[0].eventText(at);
+                    (anyBroken() ? "the world broke" : "no delivery within 10 s") + "; events:" + events(at);
       break;
     }
     int64_t last = 0;
@@ -136,8 +140,7 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
     if (!rails.lab().setCut(rails.link(0, link), how, false)) throw std::runtime_error("cannot restore a link");
     if (!waitFor([&] { return b->m[0].countEvents(MW_EVENT_PATH_UP) > ups || anyBroken(); }, kNoDeliveryLimitMs) ||
         anyBroken()) {
-      row.failure = "cut " + std::to_string(c) + ": the path did not come back up within 10 s; events: " +
-                    b->m[0].eventText(at);
+      row.failure = "cut " + std::to_string(c) + ": the path did not come back up within 10 s; events:" + events(at);
       break;
     }
     sleepMs(200);

@@ -399,9 +399,18 @@ int runAllreduce(const TrafficSpec& spec, MemberBoard& board, const std::atomic<
     if (st == MW_OK) {
       mw_request_set_user_data(req, 1);
       size_t got = 0;
+      int64_t broken_at = 0;
       while (got == 0 && !m.failed()) {
         got = m.poll(done, 4, 50);
-        if (got == 0) m.drainEvents();
+        if (got) break;
+        m.drainEvents();
+        if (m.broken() && !broken_at) broken_at = monotonicNs();
+        // The break event comes first; the request must follow it.
+        if (broken_at && monotonicNs() - broken_at > 10000000000LL) {
+          m.fail("the allreduce completing 10 s after its world broke");
+          mw_request_free(req);
+          break;
+        }
       }
       st = got ? done[0].status : MW_ERR_INTERNAL;
       if (got) mw_request_free(done[0].request);
