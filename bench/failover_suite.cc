@@ -105,7 +105,7 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
   };
   auto events = [&](int64_t since) {
     std::string out;
-    for (int r = 0; r < n; ++r) out += "\n  member " + std::to_string(r) + ": " + b->m[r].eventText(since);
+    for (int r = 0; r < n; ++r) out += " [member " + std::to_string(r) + ": " + b->m[r].eventText(since) + "]";
     return out;
   };
   auto anyBroken = [&] { return !all([](const MemberBoard& m) { return m.broken_ns.load() == 0; }); };
