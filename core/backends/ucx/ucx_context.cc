@@ -35,6 +35,7 @@ UcxContext::UcxContext(const Config& cfg)
   if (has_paths_) {
     UcxEngine::Lock lock = engine_->lock();
     router_ = std::make_unique<UcxPathRouter>(*engine_);
+    listeners_ = std::make_unique<UcxPathListeners>(*engine_, paths_);
   }
 }
 
@@ -46,6 +47,7 @@ void UcxContext::shutdown() {
     if (!links_) return;
     links_.reset();
     router_.reset();
+    listeners_.reset();
     engine_->progressLocked();
   }
   engine_->shutdown();

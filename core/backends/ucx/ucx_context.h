@@ -13,6 +13,7 @@
 
 #include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/ucx_links.h"
+#include "core/backends/ucx/ucx_path_probe.h"
 #include "core/backends/ucx/ucx_path_wire.h"
 #include "core/config.h"
 
@@ -54,6 +55,8 @@ class UcxContext {
   // Null when this context runs no path workers (fewer than two paths, or
   // path_failover off).
   UcxPathRouter* router() { return router_.get(); }
+  // The port of path `path`'s reachability listener (ucx_path_probe.h).
+  uint16_t probePort(size_t path) const { return listeners_ ? listeners_->port(path) : 0; }
   // A world id no live world of this context has (1 .. 2^24-1), chosen
   // round-robin so that an id comes back only after 2^24 - 1 others.
   // Throws Error(Unsupported) when every id is in use.
@@ -69,6 +72,7 @@ class UcxContext {
   std::shared_ptr<UcxEngine> engine_;
   std::unique_ptr<UcxLinks> links_;
   std::unique_ptr<UcxPathRouter> router_;
+  std::unique_ptr<UcxPathListeners> listeners_;
   std::vector<std::string> paths_;
   const std::chrono::milliseconds path_timeout_;
   const std::chrono::milliseconds member_timeout_;

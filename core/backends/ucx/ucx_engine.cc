@@ -31,6 +31,7 @@ constexpr int kProgressRounds = 64;
 constexpr uint64_t kWorkerTag = 1ull << 56;
 constexpr uint64_t kWakeTag = 2ull << 56;
 constexpr uint64_t kPidTag = 3ull << 56;
+constexpr uint64_t kFdTag = 4ull << 56;  // an fd someone watches; its FdWatchId below
 
 // libucs, when it loads, puts its own handlers on SIGILL, SIGSEGV, SIGBUS
 // and SIGFPE over those of the process that loads us. A JVM takes SIGSEGV
@@ -339,6 +340,13 @@ void UcxEngine::run() {
       } else if ((tag & (0xffull << 56)) == kPidTag) {
         Lock l(m_);
         processExited(static_cast<int>(tag & 0xffffffffull));
+      } else if ((tag & (0xffull << 56)) == kFdTag) {
+        Lock l(m_);
+        auto w = fd_watches_.find(tag & ~(0xffull << 56));
+        if (w == fd_watches_.end()) continue;  // unwatched meanwhile
+        auto ready = w->second.ready;  // it may unwatch itself
+        ready(events[i].events);
+        runDeferred();
       }
     }
   }
@@ -383,6 +391,25 @@ void UcxEngine::unwatchProcess(WatchId id) {
     ::close(w->second.pidfd);  // closing removes it from the epoll set
     watches_.erase(w);
   }
+}
+
+UcxEngine::FdWatchId UcxEngine::watchFd(int fd, uint32_t events, std::function<void(uint32_t)> ready) {
+  const FdWatchId id = next_fd_watch_++;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = kFdTag | id;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    throw Error(Status::Internal, std::string("UCX engine: watching an fd: ") + std::strerror(errno));
+  }
+  fd_watches_.emplace(id, FdWatch{fd, std::move(ready)});
+  return id;
+}
+
+void UcxEngine::unwatchFd(FdWatchId id) {
+  auto w = fd_watches_.find(id);
+  if (w == fd_watches_.end()) return;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, w->second.fd, nullptr);
+  fd_watches_.erase(w);
 }
 
 bool UcxEngine::processGone(int pid) {

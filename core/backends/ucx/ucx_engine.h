@@ -102,6 +102,13 @@ class UcxEngine : public ProgressDriver {
   // For a transport error that may be a death the pidfd has not told yet.
   bool processGone(int pid);
 
+  // Under the lock: calls `ready` (on the progress thread, under the lock)
+  // with the epoll events of `fd` (EPOLLIN, EPOLLOUT) each time it is
+  // ready, until unwatched. The caller keeps owning the fd.
+  using FdWatchId = uint64_t;
+  FdWatchId watchFd(int fd, uint32_t events, std::function<void(uint32_t)> ready);
+  void unwatchFd(FdWatchId id);
+
   // Under the lock: runs `fire` on the progress thread, under the lock, at
   // `when` (op_timeout_ms). Cancelling a timer that fired does nothing.
   using TimerId = uint64_t;
@@ -153,6 +160,12 @@ class UcxEngine : public ProgressDriver {
   int waiting_sends_ = 0;
   std::map<int, Watch> watches_;  // by pid
   std::map<WatchId, int> watch_pid_;
+  struct FdWatch {
+    int fd;
+    std::function<void(uint32_t)> ready;
+  };
+  std::map<FdWatchId, FdWatch> fd_watches_;
+  FdWatchId next_fd_watch_ = 1;
   WatchId next_watch_ = 1;
   std::map<std::pair<std::chrono::steady_clock::time_point, TimerId>, std::function<void()>> timers_;
   std::map<TimerId, std::chrono::steady_clock::time_point> timer_due_;

@@ -55,15 +55,20 @@ void UcxFailover::connect(int peer, uint32_t world_id, const std::vector<UcxPath
   p.world_id = world_id;
   const size_t n = std::min({mine.size(), theirs.size(), engine_.pathCount()});
   p.paths.resize(n);
+  const auto now = Clock::now();
   for (size_t i = 0; i < n; ++i) {
     Path& path = p.paths[i];
     path.index = i;
     path.local_ip = mine[i].ip;
     path.peer_ip = theirs[i].ip;
     path.peer_worker = theirs[i].worker;
-    path.ep = openEndpoint(p, i, path.ep_serial);
+    path.peer_probe_port = theirs[i].probe_port;
+    path.down_since = now;
+    startReach(p, path);
   }
+  p.progress = now;
   p.connected = true;
+  armTimer();
 }
 
 void UcxFailover::start(Hooks hooks) { hooks_ = std::move(hooks); }
@@ -80,6 +85,7 @@ void UcxFailover::close() {
     for (Path& path : p.paths) {
       closeEndpoint(path.ep, path.ep_serial);
       closeEndpoint(path.probe_ep, path.probe_serial);
+      path.reach.reset();
     }
   }
   dropArrivals();
@@ -255,6 +261,9 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
   if (hooks_.gone && hooks_.gone(peer)) return;
   if (closed_) return;
   path.down = true;
+  path.announced = true;
+  path.reached = false;
+  path.probes = 0;
   path.down_since = Clock::now();
   ucp_ep_h ep = path.ep;
   const uint64_t serial = path.ep_serial;
@@ -291,13 +300,45 @@ void UcxFailover::retransmit(Peer& p) {
   }
 }
 
-// A probe every other tick on the same endpoint while it lasts; every
-// fourth one on a fresh endpoint, as a connection made while the link was
-// cut may sit in TCP's retransmission backoff after it came back.
+// A path that is down is asked at the TCP level first (a connection to
+// the peer's probe port, renewed every fourth tick while unanswered), then,
+// once that works, at the UCX level: an endpoint and a probe message,
+// answered over the connection it came on. A path whose TCP probe worked
+// but whose UCX probe stays unanswered for eight ticks starts over.
 void UcxFailover::probe(Peer& p, Path& path) {
   ++path.probes;
-  if (path.probes % 2 != 0) return;
-  if (path.probe_ep && path.probes % 8 == 0) closeEndpoint(path.probe_ep, path.probe_serial);
+  if (!path.reached) {
+    if (!path.reach || !path.reach->pending() || path.probes % 4 == 0) startReach(p, path);
+    return;
+  }
+  if (path.probes % 8 == 0) {
+    path.reached = false;
+    closeEndpoint(path.probe_ep, path.probe_serial);
+    startReach(p, path);
+    return;
+  }
+  if (path.probes % 2 == 0) probeUcx(p, path);
+}
+
+void UcxFailover::startReach(Peer& p, Path& path) {
+  path.reach = std::make_unique<UcxReachProbe>(
+      engine_, path.peer_ip, path.peer_probe_port,
+      [w = weak_from_this(), peer = p.rank, index = path.index](bool reached) {
+        if (auto f = w.lock()) f->onReach(peer, index, reached);
+      });
+}
+
+void UcxFailover::onReach(int peer, size_t index, bool reached) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  Path& path = p.paths[index];
+  std::unique_ptr<UcxReachProbe> done = std::move(path.reach);  // freed after this call
+  if (closed_ || p.left || !path.down || !reached) return;
+  path.reached = true;
+  path.probes = 0;
+  probeUcx(p, path);
+}
+
+void UcxFailover::probeUcx(Peer& p, Path& path) {
   if (!path.probe_ep) {
     try {
       path.probe_ep = openEndpoint(p, path.index, path.probe_serial);
@@ -334,6 +375,7 @@ void UcxFailover::peerLeft(int peer) {
   for (Path& path : p.paths) {
     closeEndpoint(path.ep, path.ep_serial);
     closeEndpoint(path.probe_ep, path.probe_serial);
+    path.reach.reset();
   }
   auto sends = std::move(p.unacked);
   p.unacked.clear();
@@ -364,32 +406,37 @@ void UcxFailover::onProbeAck(const pathwire::Header& h) {
   if (closed_ || h.from_rank >= peers_.size()) return;
   Peer& p = peers_[h.from_rank];
   if (h.path >= p.paths.size()) return;
-  Path& path = p.paths[h.path];
-  if (!path.down || !path.probe_ep || h.seq != path.probe_nonce) return;
   // Inside progress: the switch waits until it returned.
-  engine_.defer([w = weak_from_this(), peer = p.rank, index = path.index, nonce = h.seq] {
-    auto f = w.lock();
-    if (!f || f->closed_) return;
-    Peer& p = f->peers_[static_cast<size_t>(peer)];
-    Path& path = p.paths[index];
-    if (!path.down || !path.probe_ep || path.probe_nonce != nonce) return;
-    path.ep = path.probe_ep;
-    path.ep_serial = path.probe_serial;
-    path.probe_ep = nullptr;
-    path.probe_serial = 0;
-    path.down = false;
-    path.probes = 0;
-    const bool all_were_down = p.paths[p.current].down;
-    // A preferred path takes new traffic at once: the receiver holds what
-    // overtakes what is still on its way on the other.
-    if (all_were_down || index < p.current) p.current = index;
-    p.reported_unreachable = false;
-    MW_LOG(LogLevel::Info, "%s is up again", f->pathName(p, path).c_str());
-    if (f->hooks_.path_changed) {
-      f->hooks_.path_changed(peer, true, path.peer_ip, f->pathName(p, path) + " carries traffic again");
-    }
-    if (all_were_down && !f->closed_) f->retransmit(p);
+  engine_.defer([w = weak_from_this(), peer = p.rank, index = size_t{h.path}, nonce = h.seq] {
+    if (auto f = w.lock()) f->pathUp(peer, index, nonce);
   });
+}
+
+void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  Path& path = p.paths[index];
+  if (closed_ || p.left || !path.down || !path.probe_ep || path.probe_nonce != nonce) return;
+  path.ep = path.probe_ep;
+  path.ep_serial = path.probe_serial;
+  path.probe_ep = nullptr;
+  path.probe_serial = 0;
+  path.down = false;
+  path.reach.reset();
+  const bool announced = path.announced;
+  path.announced = false;
+  const bool all_were_down = p.paths[p.current].down;
+  // A preferred path takes new traffic at once: the receiver holds what
+  // overtakes what is still on its way on the other.
+  if (all_were_down || index < p.current) p.current = index;
+  // A new connection's first acknowledgement waits for UCX to connect the
+  // way back: that is not silence.
+  p.quiet_allowed_until = Clock::now() + 4 * path_timeout_;
+  p.reported_unreachable = false;
+  if (announced) {
+    MW_LOG(LogLevel::Info, "%s is up again", pathName(p, path).c_str());
+    if (hooks_.path_changed) hooks_.path_changed(peer, true, path.peer_ip, pathName(p, path) + " carries traffic again");
+  }
+  if (all_were_down && !closed_) retransmit(p);
 }
 
 // ---------------------------------------------------------------- timer
@@ -414,7 +461,7 @@ void UcxFailover::onTimer() {
     Path& current = p.paths[p.current];
     if (!p.unacked.empty() && !current.down) {
       needed = true;
-      if (now - p.progress >= path_timeout_) {
+      if (now - p.progress >= path_timeout_ && now >= p.quiet_allowed_until) {
         pathFault(p.rank, current.index,
                   "no acknowledgement for " + std::to_string(path_timeout_.count()) + " ms (path_timeout_ms)");
         if (closed_) return;
@@ -432,15 +479,14 @@ void UcxFailover::onTimer() {
       probe(p, path);
     }
     // Silent since the first fault's timeout began.
-    if (all_down && !p.reported_unreachable && now - (first_down - path_timeout_) >= member_timeout_) {
+    if (all_down && hooks_.unreachable && !p.reported_unreachable &&
+        now - (first_down - path_timeout_) >= member_timeout_) {
       p.reported_unreachable = true;
-      if (hooks_.unreachable) {
-        hooks_.unreachable(p.rank, "every path to rank " + std::to_string(p.rank) + " has been down for " +
-                                       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                          now - first_down).count()) +
-                                       " ms while its process may be alive (heartbeat_timeout_ms=" +
-                                       std::to_string(member_timeout_.count()) + ")");
-      }
+      const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - first_down);
+      hooks_.unreachable(p.rank, "every path to rank " + std::to_string(p.rank) + " has been down for " +
+                                     std::to_string(silent.count()) +
+                                     " ms while its process may be alive (heartbeat_timeout_ms=" +
+                                     std::to_string(member_timeout_.count()) + ")");
       if (closed_) return;
     }
   }

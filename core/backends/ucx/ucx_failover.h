@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "core/backends/ucx/ucx_engine.h"
+#include "core/backends/ucx/ucx_path_probe.h"
 #include "core/backends/ucx/ucx_path_wire.h"
 #include "core/backends/ucx/ucx_peer_info.h"
 #include "core/deadline.h"
@@ -108,10 +109,16 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   struct Path {
     size_t index = 0;
     std::string local_ip, peer_ip, peer_worker;
+    uint16_t peer_probe_port = 0;
     ucp_ep_h ep = nullptr;
     uint64_t ep_serial = 0;
-    bool down = false;
+    // Every path starts down, unannounced, until a probe answers: it gets
+    // its endpoint only once it is known to work (ucx_path_probe.h).
+    bool down = true;
+    bool announced = false;  // MW_EVENT_PATH_DOWN went out for this outage
     Clock::time_point down_since;
+    std::unique_ptr<UcxReachProbe> reach;
+    bool reached = false;  // a TCP connection to the peer's probe port was made
     ucp_ep_h probe_ep = nullptr;
     uint64_t probe_serial = 0;
     uint64_t probe_nonce = 0;
@@ -145,6 +152,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     uint64_t acked = 0;
     std::list<std::shared_ptr<Outgoing>> unacked;  // in sequence order
     Clock::time_point progress;                    // last ack, or since the oldest was sent
+    Clock::time_point quiet_allowed_until;         // a path that just came up
     // Receiving.
     uint64_t delivered = 0;
     std::map<uint64_t, Arrival> early;  // by sequence number
@@ -163,6 +171,10 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   bool chooseCurrent(Peer& p);  // false: every path is down
   void retransmit(Peer& p);
   void probe(Peer& p, Path& path);
+  void startReach(Peer& p, Path& path);
+  void onReach(int peer, size_t path, bool reached);
+  void probeUcx(Peer& p, Path& path);
+  void pathUp(int peer, size_t path, uint64_t nonce);
   void armTimer();
   void onTimer();
   std::string pathName(const Peer& p, const Path& path) const;

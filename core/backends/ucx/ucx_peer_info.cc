@@ -137,6 +137,7 @@ std::string encodePeerInfo(const UcxPeerInfo& info) {
     const size_t w = std::min(path.worker.size(), kMaxAddress);
     put<uint32_t>(out, static_cast<uint32_t>(w));
     out.append(path.worker, 0, w);
+    put<uint16_t>(out, path.probe_port);
   }
   return out;
 }
@@ -161,7 +162,7 @@ bool decodePeerInfo(const std::string& bytes, UcxPeerInfo& out) {
     uint32_t w = 0;
     UcxPath path;
     if (!r.get(n) || n == 0 || !r.bytes(n, path.ip)) return false;
-    if (!r.get(w) || w > kMaxAddress || !r.bytes(w, path.worker)) return false;
+    if (!r.get(w) || w > kMaxAddress || !r.bytes(w, path.worker) || !r.get(path.probe_port)) return false;
     p.paths.push_back(std::move(path));
   }
   if (!r.atEnd()) return false;

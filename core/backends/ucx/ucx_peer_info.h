@@ -15,6 +15,7 @@ namespace mw {
 struct UcxPath {
   std::string ip;
   std::string worker;
+  uint16_t probe_port = 0;  // where its context answers reachability probes
 };
 
 struct UcxPeerInfo {

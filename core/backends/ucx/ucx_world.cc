@@ -72,7 +72,9 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
   self.address = engine.address();
   self.world_id = id;
   for (size_t i = 0; i < ucx->paths().size(); ++i) {
-    self.paths.push_back(UcxPath{ucx->paths()[i], i < engine.pathCount() ? engine.pathAddress(i) : std::string()});
+    const bool worker = i < engine.pathCount();
+    self.paths.push_back(UcxPath{ucx->paths()[i], worker ? engine.pathAddress(i) : std::string(),
+                                 worker ? ucx->probePort(i) : uint16_t{0}});
   }
   if (ucx->router()) {
     // Before the record is out: a peer may send as soon as it read it.
