@@ -6,6 +6,11 @@
 #include "core/log.h"
 
 namespace mw {
+namespace {
+
+constexpr int kFirstAckGrace = 5;  // path timeouts
+
+}  // namespace
 
 // A message kept until the peer acknowledges it.
 struct UcxFailover::Outgoing {
@@ -222,9 +227,10 @@ void UcxFailover::settleSends(Peer& p) {
   }
 }
 
-void UcxFailover::onAck(const pathwire::Header& h) {
+void UcxFailover::onAck(const pathwire::Header& h, size_t path) {
   if (closed_ || h.from_rank >= peers_.size()) return;
   Peer& p = peers_[h.from_rank];
+  if (path < p.paths.size()) p.paths[path].proven = true;
   if (h.seq <= p.acked || h.seq >= p.next_seq) return;  // old news, or nonsense
   p.acked = h.seq;
   p.progress = Clock::now();
@@ -421,6 +427,7 @@ void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
   path.probe_ep = nullptr;
   path.probe_serial = 0;
   path.down = false;
+  path.proven = false;
   path.reach.reset();
   const bool announced = path.announced;
   path.announced = false;
@@ -428,9 +435,6 @@ void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
   // A preferred path takes new traffic at once: the receiver holds what
   // overtakes what is still on its way on the other.
   if (all_were_down || index < p.current) p.current = index;
-  // A new connection's first acknowledgement waits for UCX to connect the
-  // way back: that is not silence.
-  p.quiet_allowed_until = Clock::now() + 4 * path_timeout_;
   p.reported_unreachable = false;
   if (announced) {
     MW_LOG(LogLevel::Info, "%s is up again", pathName(p, path).c_str());
@@ -461,7 +465,10 @@ void UcxFailover::onTimer() {
     Path& current = p.paths[p.current];
     if (!p.unacked.empty() && !current.down) {
       needed = true;
-      if (now - p.progress >= path_timeout_ && now >= p.quiet_allowed_until) {
+      // A new connection's first acknowledgement may wait for UCX to
+      // connect the way back: that is not yet silence.
+      const auto allowed = current.proven ? path_timeout_ : kFirstAckGrace * path_timeout_;
+      if (now - p.progress >= allowed) {
         pathFault(p.rank, current.index,
                   "no acknowledgement for " + std::to_string(path_timeout_.count()) + " ms (path_timeout_ms)");
         if (closed_) return;

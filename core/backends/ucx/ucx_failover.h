@@ -98,7 +98,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   // From the router (inside UCX progress).
   ucs_status_t onData(const pathwire::Header& h, void* data, size_t length, const ucp_am_recv_param_t& param,
                       ucp_worker_h worker);
-  void onAck(const pathwire::Header& h);
+  void onAck(const pathwire::Header& h, size_t path);  // it came over `path`
   void onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& param);
   void onProbeAck(const pathwire::Header& h);
 
@@ -119,6 +119,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     Clock::time_point down_since;
     std::unique_ptr<UcxReachProbe> reach;
     bool reached = false;  // a TCP connection to the peer's probe port was made
+    bool proven = false;   // an acknowledgement came over its endpoint
     ucp_ep_h probe_ep = nullptr;
     uint64_t probe_serial = 0;
     uint64_t probe_nonce = 0;
@@ -152,7 +153,6 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     uint64_t acked = 0;
     std::list<std::shared_ptr<Outgoing>> unacked;  // in sequence order
     Clock::time_point progress;                    // last ack, or since the oldest was sent
-    Clock::time_point quiet_allowed_until;         // a path that just came up
     // Receiving.
     uint64_t delivered = 0;
     std::map<uint64_t, Arrival> early;  // by sequence number

@@ -17,7 +17,7 @@ UcxPathRouter::UcxPathRouter(UcxEngine& engine) {
       {pathwire::kProbeAck, &onMessage<pathwire::kProbeAck>},
   };
   for (size_t path = 0; path < engine.pathCount(); ++path) {
-    args_.push_back(std::make_unique<HandlerArg>(HandlerArg{this, engine.pathWorker(path)}));
+    args_.push_back(std::make_unique<HandlerArg>(HandlerArg{this, engine.pathWorker(path), path}));
     for (const auto& [id, cb] : handlers) {
       ucp_am_handler_param_t p{};
       p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -50,7 +50,7 @@ ucs_status_t UcxPathRouter::onMessage(void* arg, const void* header, size_t head
     case pathwire::kData:
       return world.onData(h, data, length, *param, handler->worker);
     case pathwire::kAck:
-      world.onAck(h);
+      world.onAck(h, handler->path);
       return UCS_OK;
     case pathwire::kProbe:
       world.onProbe(h, *param);

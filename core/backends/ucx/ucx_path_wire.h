@@ -54,6 +54,7 @@ class UcxPathRouter {
   struct HandlerArg {
     UcxPathRouter* router;
     ucp_worker_h worker;  // the path worker it serves
+    size_t path;
   };
   std::vector<std::unique_ptr<HandlerArg>> args_;
   std::map<uint32_t, UcxFailover*> worlds_;
