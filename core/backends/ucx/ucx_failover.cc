@@ -6,11 +6,6 @@
 #include "core/log.h"
 
 namespace mw {
-namespace {
-
-constexpr int kFirstAckGrace = 5;  // path timeouts
-
-}  // namespace
 
 // A message kept until the peer acknowledges it.
 struct UcxFailover::Outgoing {
@@ -241,61 +236,6 @@ void UcxFailover::onAck(const pathwire::Header& h, size_t path) {
   settleSends(p);
 }
 
-// ---------------------------------------------------------------- paths
-
-void UcxFailover::onEndpointError(int peer, uint64_t serial, ucs_status_t status) {
-  if (closed_) return;
-  Peer& p = peers_[static_cast<size_t>(peer)];
-  for (Path& path : p.paths) {
-    if (path.probe_serial == serial && path.probe_ep) {
-      closeEndpoint(path.probe_ep, path.probe_serial);  // the probe failed: the next one tries again
-      return;
-    }
-    if (path.ep_serial == serial && path.ep) {
-      pathFault(peer, path.index, std::string("UCX reported ") + ucs_status_string(status));
-      return;
-    }
-  }
-}
-
-void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
-  Peer& p = peers_[static_cast<size_t>(peer)];
-  Path& path = p.paths[index];
-  if (closed_ || p.left || path.down) return;
-  // A process that died is a member fault: its world breaks (through the
-  // link that watches it), nothing is retried.
-  if (hooks_.gone && hooks_.gone(peer)) return;
-  if (closed_) return;
-  path.down = true;
-  path.announced = true;
-  path.reached = false;
-  path.probes = 0;
-  path.down_since = Clock::now();
-  ucp_ep_h ep = path.ep;
-  const uint64_t serial = path.ep_serial;
-  path.ep = nullptr;
-  const bool was_current = index == p.current;
-  const bool moved = chooseCurrent(p);
-  // Completes what UCX held on it (Cancelled): the state above is final
-  // by then, so what those completions send goes the new way.
-  closeEndpoint(ep, serial);
-  MW_LOG(LogLevel::Info, "%s is down: %s", pathName(p, path).c_str(), why.c_str());
-  if (hooks_.path_changed) hooks_.path_changed(peer, false, path.peer_ip, pathName(p, path) + " is down: " + why);
-  if (closed_) return;
-  if (was_current && moved) retransmit(p);
-  armTimer();
-}
-
-bool UcxFailover::chooseCurrent(Peer& p) {
-  for (size_t i = 0; i < p.paths.size(); ++i) {
-    if (!p.paths[i].down) {
-      p.current = i;
-      return true;
-    }
-  }
-  return false;
-}
-
 // Every message not acknowledged goes again, in order, on the current
 // path; the receiver drops what it already has.
 void UcxFailover::retransmit(Peer& p) {
@@ -304,72 +244,6 @@ void UcxFailover::retransmit(Peer& p) {
   for (auto& o : again) {
     if (!o->acked) transmit(p, o);
   }
-}
-
-// A path that is down is asked at the TCP level first (a connection to
-// the peer's probe port, renewed every fourth tick while unanswered), then,
-// once that works, at the UCX level: an endpoint and a probe message,
-// answered over the connection it came on. A path whose TCP probe worked
-// but whose UCX probe stays unanswered for eight ticks starts over.
-void UcxFailover::probe(Peer& p, Path& path) {
-  ++path.probes;
-  if (!path.reached) {
-    if (!path.reach || !path.reach->pending() || path.probes % 4 == 0) startReach(p, path);
-    return;
-  }
-  if (path.probes % 8 == 0) {
-    path.reached = false;
-    closeEndpoint(path.probe_ep, path.probe_serial);
-    startReach(p, path);
-    return;
-  }
-  if (path.probes % 2 == 0) probeUcx(p, path);
-}
-
-void UcxFailover::startReach(Peer& p, Path& path) {
-  path.reach = std::make_unique<UcxReachProbe>(
-      engine_, path.peer_ip, path.peer_probe_port,
-      [w = weak_from_this(), peer = p.rank, index = path.index](bool reached) {
-        if (auto f = w.lock()) f->onReach(peer, index, reached);
-      });
-}
-
-void UcxFailover::onReach(int peer, size_t index, bool reached) {
-  Peer& p = peers_[static_cast<size_t>(peer)];
-  Path& path = p.paths[index];
-  std::unique_ptr<UcxReachProbe> done = std::move(path.reach);  // freed after this call
-  if (closed_ || p.left || !path.down || !reached) return;
-  path.reached = true;
-  path.probes = 0;
-  probeUcx(p, path);
-}
-
-void UcxFailover::probeUcx(Peer& p, Path& path) {
-  if (!path.probe_ep) {
-    try {
-      path.probe_ep = openEndpoint(p, path.index, path.probe_serial);
-    } catch (const Error& e) {
-      MW_LOG(LogLevel::Debug, "probing %s: %s", pathName(p, path).c_str(), e.what());
-      return;
-    }
-  }
-  // UCX reads the header until the send completes.
-  auto* h = new pathwire::Header{};
-  h->to_world = p.world_id;
-  h->from_world = world_id_;
-  h->from_rank = static_cast<uint32_t>(rank_);
-  h->path = static_cast<uint32_t>(path.index);
-  h->seq = path.probe_nonce = next_serial_++;
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-  param.user_data = h;
-  param.cb.send = [](void* request, ucs_status_t, void* arg) {
-    ucp_request_free(request);
-    delete static_cast<pathwire::Header*>(arg);
-  };
-  void* r = ucp_am_send_nbx(path.probe_ep, pathwire::kProbe, h, sizeof *h, nullptr, 0, &param);
-  if (!UCS_PTR_IS_PTR(r)) delete h;
 }
 
 // The member left or its process is gone: nothing more goes to it, and
@@ -386,132 +260,6 @@ void UcxFailover::peerLeft(int peer) {
   auto sends = std::move(p.unacked);
   p.unacked.clear();
   for (auto& o : sends) o->done(UCS_ERR_CANCELED);
-}
-
-void UcxFailover::onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& param) {
-  if (closed_ || !(param.recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) || !param.reply_ep) return;
-  // The answer goes back on the connection the probe came on: that is the
-  // path being tested, whatever this side's own endpoint on it is doing.
-  auto* answer = new pathwire::Header(h);
-  answer->to_world = h.from_world;
-  answer->from_world = world_id_;
-  answer->from_rank = static_cast<uint32_t>(rank_);
-  ucp_request_param_t rp{};
-  rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  rp.flags = UCP_AM_SEND_FLAG_EAGER;
-  rp.user_data = answer;
-  rp.cb.send = [](void* request, ucs_status_t, void* arg) {
-    ucp_request_free(request);
-    delete static_cast<pathwire::Header*>(arg);
-  };
-  void* r = ucp_am_send_nbx(param.reply_ep, pathwire::kProbeAck, answer, sizeof *answer, nullptr, 0, &rp);
-  if (!UCS_PTR_IS_PTR(r)) delete answer;
-}
-
-void UcxFailover::onProbeAck(const pathwire::Header& h) {
-  if (closed_ || h.from_rank >= peers_.size()) return;
-  Peer& p = peers_[h.from_rank];
-  if (h.path >= p.paths.size()) return;
-  // Inside progress: the switch waits until it returned.
-  engine_.defer([w = weak_from_this(), peer = p.rank, index = size_t{h.path}, nonce = h.seq] {
-    if (auto f = w.lock()) f->pathUp(peer, index, nonce);
-  });
-}
-
-void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
-  Peer& p = peers_[static_cast<size_t>(peer)];
-  Path& path = p.paths[index];
-  if (closed_ || p.left || !path.down || !path.probe_ep || path.probe_nonce != nonce) return;
-  path.ep = path.probe_ep;
-  path.ep_serial = path.probe_serial;
-  path.probe_ep = nullptr;
-  path.probe_serial = 0;
-  path.down = false;
-  path.proven = false;
-  path.reach.reset();
-  const bool announced = path.announced;
-  path.announced = false;
-  const bool all_were_down = p.paths[p.current].down;
-  // A preferred path takes new traffic at once: the receiver holds what
-  // overtakes what is still on its way on the other.
-  if (all_were_down || index < p.current) p.current = index;
-  p.reported_unreachable = false;
-  if (announced) {
-    MW_LOG(LogLevel::Info, "%s is up again", pathName(p, path).c_str());
-    if (hooks_.path_changed) hooks_.path_changed(peer, true, path.peer_ip, pathName(p, path) + " carries traffic again");
-  }
-  if (all_were_down && !closed_) retransmit(p);
-}
-
-// ---------------------------------------------------------------- timer
-
-void UcxFailover::armTimer() {
-  if (timer_ || closed_) return;
-  timer_ = engine_.schedule(Clock::now() + path_timeout_ / 2, [w = weak_from_this()] {
-    if (auto f = w.lock()) f->onTimer();
-  });
-}
-
-// Every half path timeout while anything is unacknowledged or a path is
-// down: judges silence, probes what is down, and gives up on a peer that
-// no path reaches.
-void UcxFailover::onTimer() {
-  timer_ = 0;
-  if (closed_) return;
-  const auto now = Clock::now();
-  bool needed = false;
-  for (Peer& p : peers_) {
-    if (!p.connected || p.left || p.paths.empty()) continue;
-    Path& current = p.paths[p.current];
-    if (!p.unacked.empty() && !current.down) {
-      needed = true;
-      // A new connection's first acknowledgement may wait for UCX to
-      // connect the way back: that is not yet silence.
-      const auto allowed = current.proven ? path_timeout_ : kFirstAckGrace * path_timeout_;
-      if (now - p.progress >= allowed) {
-        pathFault(p.rank, current.index,
-                  "no acknowledgement for " + std::to_string(path_timeout_.count()) + " ms (path_timeout_ms)");
-        if (closed_) return;
-      }
-    }
-    Clock::time_point first_down = Clock::time_point::max();
-    bool all_down = true;
-    for (Path& path : p.paths) {
-      if (!path.down) {
-        all_down = false;
-        continue;
-      }
-      needed = true;
-      first_down = std::min(first_down, path.down_since);
-      probe(p, path);
-    }
-    // Silent since the first fault's timeout began.
-    if (all_down && hooks_.unreachable && !p.reported_unreachable &&
-        now - (first_down - path_timeout_) >= member_timeout_) {
-      p.reported_unreachable = true;
-      const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - first_down);
-      hooks_.unreachable(p.rank, "every path to rank " + std::to_string(p.rank) + " has been down for " +
-                                     std::to_string(silent.count()) +
-                                     " ms while its process may be alive (heartbeat_timeout_ms=" +
-                                     std::to_string(member_timeout_.count()) + ")");
-      if (closed_) return;
-    }
-  }
-  if (needed) armTimer();
-}
-
-std::string UcxFailover::describe() const {
-  std::string out;
-  for (const Peer& p : peers_) {
-    if (p.rank == rank_ || p.paths.empty()) continue;
-    if (!out.empty()) out += "; ";
-    out += "rank " + std::to_string(p.rank) + ":";
-    for (const Path& path : p.paths) {
-      out += " " + path.peer_ip + (path.down ? " down" : " up") + (path.index == p.current ? " (current)" : "");
-      if (&path != &p.paths.back()) out += ",";
-    }
-  }
-  return out;
 }
 
 }  // namespace mw

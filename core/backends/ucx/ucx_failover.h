@@ -16,9 +16,12 @@
 // the path is marked down (MW_EVENT_PATH_DOWN), traffic moves to the next
 // path that is up, and every message not yet acknowledged is sent again, in
 // order. The receiver drops what it already has and holds what comes
-// early, so a message is delivered exactly once, in order. A down path is
-// probed on a fresh connection; once a probe is answered it is up again
-// (MW_EVENT_PATH_UP) and, being preferred, carries new traffic. When every
+// early, so a message is delivered exactly once, in order. A path is
+// probed while down (and before its first use): a plain TCP connection to
+// the peer's probe port first, then a UCX probe on a new endpoint (UCX
+// connects endpoints with a blocking connect(), see ucx_path_probe.h); once
+// that is answered the path is up (MW_EVENT_PATH_UP after an outage) and,
+// if preferred, carries new traffic. When every
 // path to a peer has been silent for heartbeat_timeout_ms the member
 // counts as unreachable and the world breaks.
 //
@@ -68,8 +71,8 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   UcxFailover(const UcxFailover&) = delete;
   UcxFailover& operator=(const UcxFailover&) = delete;
 
-  // `peer`'s id for the world and its paths. Throws Error(Backend) when
-  // UCX cannot make an endpoint.
+  // `peer`'s id for the world and its paths, which start down and are
+  // probed at once (ucx_path_probe.h).
   void connect(int peer, uint32_t world_id, const std::vector<UcxPath>& mine, const std::vector<UcxPath>& theirs);
   void start(Hooks hooks);
 
@@ -91,9 +94,6 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   // Endpoints force-closed; every send and receive still pending ends
   // (UCS_ERR_CANCELED). Nothing is called back afterwards.
   void close();
-
-  // "rank 1: 10.0.1.2 up (current), 10.0.2.2 down"
-  std::string describe() const;
 
   // From the router (inside UCX progress).
   ucs_status_t onData(const pathwire::Header& h, void* data, size_t length, const ucp_am_recv_param_t& param,
