@@ -52,6 +52,7 @@ Watchdog::Watchdog(const Config& cfg, RedisConnector& connector, const Keys& key
     ::close(wake_fd_);
     throw;
   }
+  last_tick_ = Clock::now();
   SigpipeBlockedForNewThreads no_sigpipe;
   thread_ = std::thread([this] { run(); });
 }
@@ -138,10 +139,9 @@ void Watchdog::connect() {
   // us, and write within one interval of that.
   const auto now = Clock::now();
   judge_after_ = now + StoreLink::maxPause(cfg_) + 2 * cfg_.heartbeat_interval;
-  // Nothing was watched while the link was down, and a new master (peers
-  // find it through the sentinels, each in its own time) may lack what the
-  // old one last showed: every peer is judged afresh from here.
-  liveness_.restart(now);
+  // A new master: peers find it through the sentinels, each in its own
+  // time; none is judged on what the old master last showed.
+  if (how.master_changed) liveness_.restart(now);
   // Markers written to a master that has since gone may be lost.
   if (how.ended_outage) announceAgain();
 }
@@ -180,6 +180,7 @@ void Watchdog::run() {
       if (Clock::now() >= next_tick) {
         if (link_.connected()) tick();
         link_.keepWatching();
+        last_tick_ = Clock::now();
         next_tick = std::max(next_tick + cfg_.heartbeat_interval, Clock::now());
       }
     } catch (const Error& e) {
@@ -264,11 +265,13 @@ void Watchdog::tick() {
   }
   HeartbeatReads reads = runHeartbeatRound(link_.commands(), round);
 
-  // A round that ran late or took long (this thread starved of CPU or
-  // stopped, a Redis that stalled for everyone) adds no more than one
-  // interval to any peer's silence (core/liveness/peer_liveness.h).
   auto now = Clock::now();
-  liveness_.roundRead(now);
+  // If this thread itself was held up (CPU starvation, SIGSTOP, a Redis
+  // that stalled for everyone), missing heartbeats say nothing about the
+  // peers yet: give them a moment to write again.
+  if (now - last_tick_ > cfg_.heartbeat_timeout / 2) {
+    judge_after_ = std::max(judge_after_, now + 2 * cfg_.heartbeat_interval);
+  }
   judgeMarkers(worlds, reads.markers);
   judgeBeats(worlds, peers, reads.beats, now);
 }
@@ -294,7 +297,7 @@ void Watchdog::judgeBeats(const std::vector<Watched>& worlds, const std::set<std
   for (auto it = peers.begin(); it != peers.end() && i < beats.size(); ++it, ++i) {
     std::optional<std::string_view> value;
     if (beats[i]) value = *beats[i];
-    if (liveness_.overdue(*it, value) && now >= judge_after_) dead[*it] = value;
+    if (liveness_.overdue(*it, value, now) && now >= judge_after_) dead[*it] = value;
   }
   liveness_.retain(peers);
   for (const auto& w : worlds) {
@@ -302,7 +305,7 @@ void Watchdog::judgeBeats(const std::vector<Watched>& worlds, const std::set<std
       auto found = dead.find(w.members[r]);
       if (static_cast<int>(r) == w.rank || found == dead.end()) continue;
       breakWorlds(w.name, w.epoch, BreakMarker{static_cast<int>(r), w.rank, ""},
-                  liveness_.describe(static_cast<int>(r), found->first, found->second), true);
+                  liveness_.describe(static_cast<int>(r), found->first, found->second, now), true);
       break;
     }
   }

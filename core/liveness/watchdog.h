@@ -6,9 +6,9 @@
 // out Redis outages and Sentinel failovers without breaking anything
 // (core/liveness/store_link.h).
 //
-// After an outage or a failover (the new master may lack the last
-// heartbeats and break markers written to the old one, as replication is
-// asynchronous, and members reach it at different moments) no peer is
+// After a failover the new master may lack the last heartbeats and break
+// markers written to the old one (replication is asynchronous), and
+// members reach it at different moments. So after a switch no peer is
 // judged until it has had a full heartbeat timeout, from this member's
 // reconnection, to write again; and every break this member knows of is
 // announced again (marker and notice), for members that missed it.
@@ -99,7 +99,8 @@ class Watchdog {
 
   uint64_t beat_ = 0;       // watchdog thread only, from here on
   PeerLiveness liveness_;
-  Clock::time_point judge_after_;  // no verdicts before this (after an outage)
+  Clock::time_point last_tick_;
+  Clock::time_point judge_after_;  // no verdicts before this (outage, stall)
   int ticks_ = 0;
   std::string paths_written_;  // watchdog thread only
 

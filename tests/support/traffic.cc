@@ -1,6 +1,7 @@
 #include "tests/support/traffic.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -134,6 +135,9 @@ int runTraffic(const std::string& redis_url, const std::vector<TrafficWorld>& wo
       if (ev.type == MW_EVENT_STORE_DOWN) stats.store_down.fetch_add(1);
       if (ev.type == MW_EVENT_STORE_UP) stats.store_up.fetch_add(1);
       if (ev.type != MW_EVENT_WORLD_BROKEN) continue;
+      // Says why in a failing test's output.
+      std::fprintf(stderr, "pid %d: world '%s' broke, blaming rank %d: %s\n", static_cast<int>(getpid()),
+                   ev.world_name, ev.peer_rank, ev.detail);
       for (auto& l : lanes) {
         if (!l.world || ev.world != l.world) continue;
         markBroken(l, stats.worlds[l.spec.index]);
