@@ -89,11 +89,17 @@ void UcxFailover::probe(Peer& p, Path& path) {
 }
 
 void UcxFailover::startReach(Peer& p, Path& path) {
-  path.reach = std::make_unique<UcxReachProbe>(
-      engine_, path.peer_ip, path.peer_probe_port,
-      [w = weak_from_this(), peer = p.rank, index = path.index](bool reached) {
-        if (auto f = w.lock()) f->onReach(peer, index, reached);
-      });
+  try {
+    path.reach = std::make_unique<UcxReachProbe>(
+        engine_, path.peer_ip, path.peer_probe_port,
+        [w = weak_from_this(), peer = p.rank, index = path.index](bool reached) {
+          if (auto f = w.lock()) f->onReach(peer, index, reached);
+        });
+  } catch (const Error& e) {
+    // Out of fds, say: the next tick tries again.
+    path.reach.reset();
+    MW_LOG(LogLevel::Warn, "probing %s: %s", pathName(p, path).c_str(), e.what());
+  }
 }
 
 void UcxFailover::onReach(int peer, size_t index, bool reached) {
