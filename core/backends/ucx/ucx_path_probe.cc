@@ -49,10 +49,16 @@ UcxPathListeners::UcxPathListeners(UcxEngine& engine, const std::vector<std::str
     l.port = ntohs(sa.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&sa)->sin_port
                                            : reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port);
     const int fd = l.fd;
-    l.watch = engine_.watchFd(fd, EPOLLIN, [fd](uint32_t) {
-      // The connection is the answer: nothing is read or written.
-      for (int c; (c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) ::close(c);
-    });
+    try {
+      l.watch = engine_.watchFd(fd, EPOLLIN, [fd](uint32_t) {
+        // The connection is the answer: nothing is read or written.
+        for (int c; (c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) ::close(c);
+      });
+    } catch (...) {
+      ::close(fd);
+      closeAll();
+      throw;
+    }
     listeners_.push_back(l);
   }
 }
