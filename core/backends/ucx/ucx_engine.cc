@@ -180,19 +180,19 @@ void UcxEngine::addPathWorker(const std::string& device) {
   paths_.push_back(PathWorker{parts.context, parts.worker, parts.address, parts.fd});
 }
 
-bool UcxEngine::armAll() {
-  bool quiet = true;
+ucs_status_t UcxEngine::armAll() {
+  ucs_status_t result = UCS_OK;
   forEachWorker([&](ucp_worker_h w) {
     const ucs_status_t armed = ucp_worker_arm(w);
     if (armed == UCS_ERR_BUSY) {
-      quiet = false;
+      result = UCS_ERR_BUSY;
     } else if (armed != UCS_OK) {
       // Cannot happen with UCP_FEATURE_WAKEUP; never spin on it regardless.
       MW_LOG(LogLevel::Error, "ucp_worker_arm: %s", ucs_status_string(armed));
-      quiet = false;
+      if (result == UCS_OK) result = armed;
     }
   });
-  return quiet;
+  return result;
 }
 
 UcxEngine::~UcxEngine() { shutdown(); }
@@ -296,7 +296,7 @@ void UcxEngine::run() {
   epoll_event events[16];
   std::chrono::microseconds backoff = kFirstBackoff;
   for (;;) {
-    bool quiet;
+    ucs_status_t armed;
     bool sends_wait;
     std::chrono::steady_clock::time_point next_timer;
     {
@@ -304,7 +304,7 @@ void UcxEngine::run() {
       if (stop_) return;
       if (progressLocked()) backoff = kFirstBackoff;
       next_timer = fireTimers();
-      quiet = armAll();
+      armed = armAll();
       sends_wait = waiting_sends_ > 0;
     }
     // Busy: more came in while progressing, so only look at the other fds
@@ -316,11 +316,11 @@ void UcxEngine::run() {
     auto sleep = next_timer == std::chrono::steady_clock::time_point::max()
                      ? std::chrono::nanoseconds::max()
                      : std::chrono::duration_cast<std::chrono::nanoseconds>(next_timer - now);
-    if (sends_wait || !quiet) {
+    if (sends_wait || armed != UCS_OK) {
       sleep = std::min<std::chrono::nanoseconds>(sleep, backoff);
       backoff = std::min(backoff * 2, kLastBackoff);
     }
-    if (!quiet || sleep.count() <= 0) {
+    if (armed == UCS_ERR_BUSY || sleep.count() <= 0) {
       n = epoll_wait(epoll_fd_, events, 16, 0);
     } else if (sleep == std::chrono::nanoseconds::max()) {
       n = epoll_wait(epoll_fd_, events, 16, -1);

@@ -134,7 +134,9 @@ class UcxEngine : public ProgressDriver {
 
   void run();
   void addPathWorker(const std::string& device);
-  bool armAll();  // under the lock; false when a worker has events waiting
+  // Under the lock: arms every worker; UCS_ERR_BUSY when one has events
+  // waiting, else the first error (UCS_OK: all armed).
+  ucs_status_t armAll();
   // The main worker and each path's, without allocating (hot path).
   template <typename F>
   void forEachWorker(F f) const {

@@ -121,43 +121,24 @@ void UcxFailover::probeUcx(Peer& p, Path& path) {
       return;
     }
   }
-  // UCX reads the header until the send completes.
-  auto* h = new pathwire::Header{};
-  h->to_world = p.world_id;
-  h->from_world = world_id_;
-  h->from_rank = static_cast<uint32_t>(rank_);
-  h->path = static_cast<uint32_t>(path.index);
-  h->seq = path.probe_nonce = next_serial_++;
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-  param.user_data = h;
-  param.cb.send = [](void* request, ucs_status_t, void* arg) {
-    ucp_request_free(request);
-    delete static_cast<pathwire::Header*>(arg);
-  };
-  void* r = ucp_am_send_nbx(path.probe_ep, pathwire::kProbe, h, sizeof *h, nullptr, 0, &param);
-  if (!UCS_PTR_IS_PTR(r)) delete h;
+  pathwire::Header h;
+  h.to_world = p.world_id;
+  h.from_world = world_id_;
+  h.from_rank = static_cast<uint32_t>(rank_);
+  h.path = static_cast<uint32_t>(path.index);
+  h.seq = path.probe_nonce = next_serial_++;
+  pathwire::sendHeader(path.probe_ep, pathwire::kProbe, h, true);
 }
 
 void UcxFailover::onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& param) {
   if (closed_ || !(param.recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) || !param.reply_ep) return;
   // The answer goes back on the connection the probe came on: that is the
   // path being tested, whatever this side's own endpoint on it is doing.
-  auto* answer = new pathwire::Header(h);
-  answer->to_world = h.from_world;
-  answer->from_world = world_id_;
-  answer->from_rank = static_cast<uint32_t>(rank_);
-  ucp_request_param_t rp{};
-  rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  rp.flags = UCP_AM_SEND_FLAG_EAGER;
-  rp.user_data = answer;
-  rp.cb.send = [](void* request, ucs_status_t, void* arg) {
-    ucp_request_free(request);
-    delete static_cast<pathwire::Header*>(arg);
-  };
-  void* r = ucp_am_send_nbx(param.reply_ep, pathwire::kProbeAck, answer, sizeof *answer, nullptr, 0, &rp);
-  if (!UCS_PTR_IS_PTR(r)) delete answer;
+  pathwire::Header answer = h;
+  answer.to_world = h.from_world;
+  answer.from_world = world_id_;
+  answer.from_rank = static_cast<uint32_t>(rank_);
+  pathwire::sendHeader(param.reply_ep, pathwire::kProbeAck, answer, false);
 }
 
 void UcxFailover::onProbeAck(const pathwire::Header& h) {

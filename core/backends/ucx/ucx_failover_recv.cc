@@ -85,22 +85,12 @@ void UcxFailover::deliver(Peer& p, Arrival a) {
 
 void UcxFailover::acknowledge(const pathwire::Header& h, ucp_ep_h reply, const Peer& p) {
   if (!reply) return;
-  auto* ack = new pathwire::Header{};
-  ack->to_world = h.from_world;
-  ack->from_world = world_id_;
-  ack->from_rank = static_cast<uint32_t>(rank_);
-  ack->seq = p.delivered;
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_AM_SEND_FLAG_EAGER;
-  param.user_data = ack;
-  param.cb.send = [](void* request, ucs_status_t, void* arg) {
-    ucp_request_free(request);
-    delete static_cast<pathwire::Header*>(arg);
-  };
-  // A lost acknowledgement costs a retransmission, nothing more.
-  void* r = ucp_am_send_nbx(reply, pathwire::kAck, ack, sizeof *ack, nullptr, 0, &param);
-  if (!UCS_PTR_IS_PTR(r)) delete ack;
+  pathwire::Header ack;
+  ack.to_world = h.from_world;
+  ack.from_world = world_id_;
+  ack.from_rank = static_cast<uint32_t>(rank_);
+  ack.seq = p.delivered;
+  pathwire::sendHeader(reply, pathwire::kAck, ack, false);
 }
 
 void UcxFailover::release(Arrival& a) {

@@ -34,6 +34,11 @@ struct Header {
   uint64_t seq = 0;         // data: its number; ack: the last delivered; probe: a nonce
 };
 
+// Sends a message that is only a header (ack, probe, probe answer) on `ep`;
+// `reply` asks the receiver for the endpoint to answer on. A message lost
+// on the way costs a retry or a retransmission, nothing more.
+void sendHeader(ucp_ep_h ep, uint16_t id, const Header& h, bool reply);
+
 }  // namespace pathwire
 
 // Under the engine lock, like everything the handlers do.
