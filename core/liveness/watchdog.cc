@@ -140,15 +140,8 @@ void Watchdog::connect() {
   const auto now = Clock::now();
   judge_after_ = now + StoreLink::maxPause(cfg_) + 2 * cfg_.heartbeat_interval;
   // A new master: peers find it through the sentinels, each in its own
-  // time; none is judged on what the old master last showed. A peer busy
-  // with the failover's own breaks (or short of CPU) may write its first
-  // beat there well after us: each gets a whole timeout beyond the pause
-  // before any verdict. A death meanwhile still breaks its worlds through
-  // the transport.
-  if (how.master_changed) {
-    liveness_.restart(now);
-    judge_after_ = std::max(judge_after_, now + StoreLink::maxPause(cfg_) + cfg_.heartbeat_timeout);
-  }
+  // time; none is judged on what the old master last showed.
+  if (how.master_changed) liveness_.restart(now);
   // Markers written to a master that has since gone may be lost.
   if (how.ended_outage) announceAgain();
 }
