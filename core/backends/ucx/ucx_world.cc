@@ -109,7 +109,6 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
     Peer& p = w->peers_[static_cast<size_t>(r)];
     const UcxPeerInfo& info = infos[static_cast<size_t>(r)];
     p.world_id = info.world_id;
-    p.paths = info.paths;
     p.link = ucx->links().connect(info, !w->failover_);
     if (w->failover_) w->failover_->connect(r, info.world_id, self.paths, info.paths);
   }

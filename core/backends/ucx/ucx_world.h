@@ -81,7 +81,6 @@ class UcxWorld : public WorldBackend {
   struct Peer {
     std::shared_ptr<UcxLink> link;
     uint32_t world_id = 0;  // this world's id at the peer
-    std::vector<UcxPath> paths;  // the data paths it published
     uint64_t listener = 0;
     bool listening = false;
   };
