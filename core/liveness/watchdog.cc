@@ -204,7 +204,8 @@ void Watchdog::breakWorlds(const std::string& name, uint64_t epoch, const BreakM
   {
     std::lock_guard<std::mutex> lock(m_);
     for (auto& [ptr, w] : worlds_) {
-      if (w.name == name && w.epoch == epoch) {
+      if (w.name == name && w.epoch == epoch && !w.settled) {
+        w.settled = true;
         // A break heard of from others is theirs to announce now, and ours
         // to announce again after a failover.
         if (!announce && !w.broken) w.broken = marker;
@@ -224,13 +225,16 @@ void Watchdog::setPathsReport(std::function<std::string()> report) {
 }
 
 void Watchdog::tick() {
-  std::vector<Watched> worlds;
+  std::vector<Watched> worlds, unsettled;
   {
     std::lock_guard<std::mutex> lock(m_);
-    for (auto& [ptr, w] : worlds_) worlds.push_back(w);
+    for (auto& [ptr, w] : worlds_) {
+      worlds.push_back(w);
+      if (!w.settled) unsettled.push_back(w);
+    }
   }
   std::set<std::string> peers;
-  for (const auto& w : worlds) {
+  for (const auto& w : unsettled) {
     for (size_t r = 0; r < w.members.size(); ++r) {
       if (static_cast<int>(r) != w.rank && w.members[r] != member_) peers.insert(w.members[r]);
     }
@@ -241,7 +245,7 @@ void Watchdog::tick() {
   round.heartbeat_value = heartbeatValue();
   round.heartbeat_ttl = cfg_.heartbeat_timeout;
   for (const auto& m : peers) round.peer_keys.push_back(keys_.heartbeat(m));
-  for (const auto& w : worlds) round.marker_keys.push_back(keys_.worldEpoch(w.name, w.epoch, "broken"));
+  for (const auto& w : unsettled) round.marker_keys.push_back(keys_.worldEpoch(w.name, w.epoch, "broken"));
   if (++ticks_ % kRefreshEveryTicks == 0) {
     round.refresh_ttl = worldKeyTtl(cfg_);
     for (const auto& w : worlds) {
@@ -272,8 +276,8 @@ void Watchdog::tick() {
   if (now - last_tick_ > cfg_.heartbeat_timeout / 2) {
     judge_after_ = std::max(judge_after_, now + 2 * cfg_.heartbeat_interval);
   }
-  judgeMarkers(worlds, reads.markers);
-  judgeBeats(worlds, peers, reads.beats, now);
+  judgeMarkers(unsettled, reads.markers);
+  judgeBeats(unsettled, peers, reads.beats, now);
 }
 
 void Watchdog::judgeMarkers(const std::vector<Watched>& worlds,

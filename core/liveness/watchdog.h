@@ -75,6 +75,10 @@ class Watchdog {
     int rank;
     std::vector<std::string> members;
     std::optional<BreakMarker> broken;  // the break, once known, to announce again
+    // The watchdog broke it already: its marker and its peers' heartbeats
+    // are not read again, and it is not broken again each round (that
+    // waits for the data plane's lock, and the heartbeat waits behind it).
+    bool settled = false;
   };
 
   void run();

@@ -330,7 +330,7 @@ void UcxEngine::run() {
       n = epoll_pwait2(epoll_fd_, events, 16, &ts, nullptr);
     }
     if (n < 0 && errno == ENOSYS) n = epoll_wait(epoll_fd_, events, 16, 1);  // before Linux 5.11
-    while (waiting_lockers_.load() > 0) std::this_thread::yield();  // they go first
+    while (m_.contended()) std::this_thread::yield();  // the threads that issue go first
     for (int i = 0; i < n; ++i) {
       const uint64_t tag = events[i].data.u64;
       if (tag == kWakeTag) {

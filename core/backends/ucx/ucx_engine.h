@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/backends/ucx/bounded_wait_mutex.h"
 #include "core/progress_driver.h"
 
 namespace mw {
@@ -47,16 +48,8 @@ class UcxEngine : public ProgressDriver {
   UcxEngine(const UcxEngine&) = delete;
   UcxEngine& operator=(const UcxEngine&) = delete;
 
-  using Lock = std::unique_lock<std::recursive_mutex>;
-  // For every thread but the progress thread, which yields to these: under
-  // a stream of traffic it would otherwise take the lock back at once and
-  // starve the threads that issue.
-  Lock lock() {
-    ++waiting_lockers_;
-    Lock l(m_);
-    --waiting_lockers_;
-    return l;
-  }
+  using Lock = std::unique_lock<BoundedWaitMutex>;
+  Lock lock() { return Lock(m_); }
 
   // Under the lock.
   ucp_worker_h worker() const { return worker_; }
@@ -157,7 +150,7 @@ class UcxEngine : public ProgressDriver {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
 
-  std::recursive_mutex m_;
+  BoundedWaitMutex m_;
   std::vector<std::function<void()>> deferred_;
   int waiting_sends_ = 0;
   std::map<int, Watch> watches_;  // by pid
@@ -173,7 +166,6 @@ class UcxEngine : public ProgressDriver {
   std::map<TimerId, std::chrono::steady_clock::time_point> timer_due_;
   TimerId next_timer_ = 1;
   std::atomic<bool> stop_{false};
-  std::atomic<int> waiting_lockers_{0};
   std::atomic<bool> down_{false};  // the worker is gone
   std::thread thread_;
 };
