@@ -8,7 +8,7 @@
 // issuing thread kept the watchdog waiting for over a second, and its
 // heartbeat expired while it was alive. A lock handed over strictly in
 // turn costs the data plane a thread wake-up at every change of hands
-// (16 KiB ping-pong latency 7.6 -> 25 us), so, as Go's sync.Mutex does,
+// (16 KiB ping-pong latency 7.4 -> 25 us), so, as Go's sync.Mutex does,
 // threads may take the lock out of turn until one has waited `kPatience`;
 // from then on nobody else gets in before it.
 #pragma once
