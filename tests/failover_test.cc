@@ -190,6 +190,14 @@ void cutEachLinkInTurn(Lab& lab, int r, Cut how, const MemberBoard* b, int n, in
     ASSERT_TRUE(cut(lab, lab.link(r, k), how, false));
     if (active == k) {
       EXPECT_TRUE(waitEvents(b, n, r, MW_EVENT_PATH_UP, at, 20s)) << eventsOf(b, n, at);
+      // Every member that saw the path go down finds it up on its own
+      // probing round; the next phase measures once all of them have.
+      for (int i = 0; i < n; ++i) {
+        if (b[i].countEvents(MW_EVENT_PATH_DOWN, at) == 0) continue;
+        EXPECT_TRUE(eventually([&] { return b[i].countEvents(MW_EVENT_PATH_UP, at) > 0; }, 20s))
+            << "member " << i << " saw the path down and never up" << eventsOf(b, n, at);
+      }
+      std::this_thread::sleep_for(300ms);
     }
     for (int i = 0; i < n; ++i) EXPECT_EQ(b[i].broken_ns.load(), 0) << eventsOf(b, n, at);
   }

@@ -70,14 +70,15 @@ class BoundedWaitMutex {
     return true;
   }
 
+  // Notifies before letting go of m_: the thread that gets the lock next
+  // may destroy this mutex as soon as it can, and nothing here may touch
+  // it afterwards (a Rust test's exit corrupted the heap that way).
   void unlock() {
-    std::unique_lock<std::mutex> l(m_);
+    std::lock_guard<std::mutex> l(m_);
     if (--depth_ > 0) return;
     held_ = false;
     owner_ = std::thread::id();
-    const bool wake = waiting_.load() > 0;
-    l.unlock();
-    if (wake) turn_.notify_all();
+    if (waiting_.load() > 0) turn_.notify_all();
   }
 
   // Threads blocked in lock() now: a thread that would take the lock back
