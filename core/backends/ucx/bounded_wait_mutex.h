@@ -35,11 +35,11 @@ class BoundedWaitMutex {
       ++depth_;
       return;
     }
-    if (held_ || starving_ > 0) {
+    if (held() || starving_ > 0) {
       const auto patience_ends = std::chrono::steady_clock::now() + kPatience;
       bool starving = false;
       waiting_.fetch_add(1);
-      while (held_ || (starving_ > 0 && !starving)) {
+      while (held() || (starving_ > 0 && !starving)) {
         if (starving) {
           turn_.wait(l);
         } else if (turn_.wait_until(l, patience_ends) == std::cv_status::timeout) {
@@ -50,7 +50,6 @@ class BoundedWaitMutex {
       waiting_.fetch_sub(1);
       if (starving) --starving_;
     }
-    held_ = true;
     owner_ = me;
     depth_ = 1;
   }
@@ -63,8 +62,7 @@ class BoundedWaitMutex {
       ++depth_;
       return true;
     }
-    if (held_ || starving_ > 0) return false;
-    held_ = true;
+    if (held() || starving_ > 0) return false;
     owner_ = me;
     depth_ = 1;
     return true;
@@ -72,11 +70,10 @@ class BoundedWaitMutex {
 
   // Notifies before letting go of m_: the thread that gets the lock next
   // may destroy this mutex as soon as it can, and nothing here may touch
-  // it afterwards (a Rust test's exit corrupted the heap that way).
+  // it afterwards.
   void unlock() {
     std::lock_guard<std::mutex> l(m_);
     if (--depth_ > 0) return;
-    held_ = false;
     owner_ = std::thread::id();
     if (waiting_.load() > 0) turn_.notify_all();
   }
@@ -86,10 +83,11 @@ class BoundedWaitMutex {
   bool contended() const { return waiting_.load() > 0; }
 
  private:
+  bool held() const { return owner_ != std::thread::id(); }  // under m_
+
   std::mutex m_;  // guards the fields below but waiting_
   std::condition_variable turn_;
-  bool held_ = false;
-  std::thread::id owner_;
+  std::thread::id owner_;  // none: free
   int depth_ = 0;
   int starving_ = 0;             // waiters that waited past kPatience
   std::atomic<int> waiting_{0};  // threads blocked in lock()
