@@ -13,7 +13,8 @@
 //   mw_bench control [--backend ucx|gloo] [--seconds S] [--json FILE]
 //   mw_bench poll [--backend ucx|gloo] [--iters N] [--json FILE] [--redis URL]
 //   mw_bench fanin [--backend ucx|gloo] [--iters N] [--max-senders K] [--json FILE] [--redis URL]
-//   mw_bench failover [--trials N] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--json FILE]
+//   mw_bench failover [--trials N] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--parts LIST]
+//                     [--json FILE]
 //   mw_bench nccl [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]
 //                 [--device N] [--redis URL]     (built only with CUDA and NCCL)
 //
@@ -87,7 +88,8 @@ const char kUsage[] =
     "usage: mw_bench fanin [--backend B] [--iters N] [--max-senders K] [--json FILE] [--redis URL]\n"
     "  --iters N       64 KiB messages per sender (default 1000)\n"
     "  --max-senders K largest sender count of 1, 4, 16, 32 to run (default 32)\n"
-    "usage: mw_bench failover [--trials N] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--json FILE]\n"
+    "usage: mw_bench failover [--trials N] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--parts LIST]\n"
+    "                         [--json FILE]\n"
     "  UCX worlds whose members (in network namespaces made by the run; needs root) have two paths, over two\n"
     "  links (veth pairs; bridges for 3 members). Stall: a checked p2p stream and a 3-member allreduce loop,\n"
     "  each under --trials N cuts (default 20) of the link carrying it, taken down and dropping every packet;\n"
@@ -96,6 +98,7 @@ const char kUsage[] =
     "  (default 4M), sizes growing by 4x; --iters N messages per measurement (default clamp(64 MiB / bytes,\n"
     "  8, 2000)); --rounds R alternating rounds, median (default 5). Always a private redis-server on a unix\n"
     "  socket; --backend is ucx. Without root it says why (also in the JSON) and exits 0.\n"
+    "  --parts LIST    which parts run, comma-separated: p2p, allreduce (stall rows), overhead (default: all)\n"
     "usage: mw_bench nccl [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--device N]\n"
     "                     [--redis URL]\n"
     "  one GPU, world size 1: multiworld's NCCL world against a raw ncclComm, float32 allreduce and send/recv\n"
@@ -204,7 +207,7 @@ int mwbench::benchMain(int argc, char** argv) {
       known = known || arg == "--iters" || arg == "--max-senders";
     } else if (suite == "failover") {
       known = arg == "--json" || arg == "--trials" || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" ||
-              arg == "--max-bytes";
+              arg == "--max-bytes" || arg == "--parts";
     }
     if (!known) {
       std::fprintf(stderr, "mw_bench %s: unknown option '%s'\n%s", suite.c_str(), argv[i], kUsage);
@@ -252,6 +255,15 @@ int mwbench::benchMain(int argc, char** argv) {
       std::size_t secs = 0;
       good = parseCount(value, false, &secs) && secs > 0 && secs <= 3600;
       opt.seconds = static_cast<double>(secs);
+    } else if (arg == "--parts") {
+      opt.parts = value;
+      good = !value.empty();
+      for (std::size_t at = 0; good && at <= value.size();) {
+        const std::size_t comma = std::min(value.find(',', at), value.size());
+        const std::string part = value.substr(at, comma - at);
+        good = part == "p2p" || part == "allreduce" || part == "overhead";
+        at = comma + 1;
+      }
     } else if (arg == "--max-senders") {
       good = parseCount(value, false, &opt.max_senders) && opt.max_senders > 0 && opt.max_senders <= 64;
     } else if (arg == "--device") {

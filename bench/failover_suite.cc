@@ -162,6 +162,12 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
   return row;
 }
 
+bool partChosen(const BenchOptions& opt, const std::string& part) {
+  if (opt.parts.empty()) return true;
+  const std::string list = "," + opt.parts + ",";
+  return list.find("," + part + ",") != std::string::npos;
+}
+
 }  // namespace
 
 int runFailoverSuite(const BenchOptions& opt) {
@@ -194,6 +200,7 @@ int runFailoverSuite(const BenchOptions& opt) {
                 "p99_ms", "max_ms", "lost", "dup", "reord", "corr", "breaks", "on_l0", "on_l1");
     std::fflush(stdout);
     for (const char* kind : {"p2p", "allreduce"}) {
+      if (!partChosen(opt, kind)) continue;
       for (NetCut how : {NetCut::LinkDown, NetCut::Drop}) {
         StallRow r = runStall(kind, how, opt.trials, redis.url());
         std::printf("%-10s %-10s %5zu %9.1f %9.1f %9.1f %5lld %5lld %5lld %5lld %6d %5d %5d\n", kind,
@@ -209,13 +216,15 @@ int runFailoverSuite(const BenchOptions& opt) {
     }
     mwtools::Rails rails(2, 2);
     drop_method = rails.lab().dropMethod();
-    std::printf("# overhead: p2p MB/s (10^6 bytes/s) with path_failover on against off, two members, two links, "
-                "%d in flight, median of %zu alternating rounds\n", 4, opt.rounds);
-    std::printf("%10s %10s %10s %8s %7s %7s\n", "bytes", "on_MBps", "off_MBps", "ratio", "on_via", "off_via");
-    overhead = measureFailoverOverhead(opt, rails, redis.url());
-    for (const auto& o : overhead) {
-      std::printf("%10zu %10.1f %10.1f %8.3f %7s %7s\n", o.bytes, o.on_mbps, o.off_mbps,
-                  o.off_mbps > 0 ? o.on_mbps / o.off_mbps : 0, o.on_via.c_str(), o.off_via.c_str());
+    if (partChosen(opt, "overhead")) {
+      std::printf("# overhead: p2p MB/s (10^6 bytes/s) with path_failover on against off, two members, two links, "
+                  "%d in flight, median of %zu alternating rounds\n", 4, opt.rounds);
+      std::printf("%10s %10s %10s %8s %7s %7s\n", "bytes", "on_MBps", "off_MBps", "ratio", "on_via", "off_via");
+      overhead = measureFailoverOverhead(opt, rails, redis.url());
+      for (const auto& o : overhead) {
+        std::printf("%10zu %10.1f %10.1f %8.3f %7s %7s\n", o.bytes, o.on_mbps, o.off_mbps,
+                    o.off_mbps > 0 ? o.on_mbps / o.off_mbps : 0, o.on_via.c_str(), o.off_via.c_str());
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mw_bench failover: %s\n", e.what());
