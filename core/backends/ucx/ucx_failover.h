@@ -16,7 +16,15 @@
 // the path is marked down (MW_EVENT_PATH_DOWN), traffic moves to the next
 // path that is up, and every message not yet acknowledged is sent again, in
 // order. The receiver drops what it already has and holds what comes
-// early, so a message is delivered exactly once, in order. A path is
+// early, so a message is delivered exactly once, in order. Every other
+// peer reached over the same local path is in doubt too (a failed NIC or
+// cable fails them all; in a ring the next hop must not wait for a detection
+// of its own): it is probed over its endpoint at once and sent to over
+// another path until the probe is answered; unanswered for path_timeout_ms
+// it is down. The peer is not told: telling it (so that it moved its own
+// traffic, or closed or probed its end of the path at once) provoked UCX
+// 1.13's TCP transport into connections that carry short messages but
+// never a large one, and the failover benchmark's worlds broke. A path is
 // probed while down (and before its first use): a plain TCP connection to
 // the peer's probe port first, then a UCX probe on a new endpoint (UCX
 // connects endpoints with a blocking connect(), see ucx_path_probe.h); once
@@ -101,6 +109,10 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   void onAck(const pathwire::Header& h, size_t path);  // it came over `path`
   void onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& param);
   void onProbeAck(const pathwire::Header& h);
+  // Path `index` failed toward a peer of this context (maybe of another
+  // world): each peer still using it is probed, and sent to over another
+  // path until it answers; unanswered for path_timeout_ms it is down.
+  void suspectPath(size_t index);
 
  private:
   struct Outgoing;
@@ -124,6 +136,11 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     uint64_t probe_serial = 0;
     uint64_t probe_nonce = 0;
     unsigned probes = 0;  // timer ticks since it went down
+    // Up, but in doubt since suspect_since: another path over the same
+    // local address failed (suspectPath).
+    bool suspect = false;
+    Clock::time_point suspect_since;
+    uint64_t suspect_nonce = 0;
   };
   // A message that arrived and waits: UCX's memory (released through its
   // worker) or a copy.
@@ -168,7 +185,10 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   void closeEndpoint(ucp_ep_h& ep, uint64_t serial);
   void onEndpointError(int peer, uint64_t serial, ucs_status_t status);
   void pathFault(int peer, size_t path, const std::string& why);
-  bool chooseCurrent(Peer& p);  // false: every path is down
+  void suspect(Peer& p, Path& path);
+  // The first path that is up and not suspect, else the first that is up;
+  // false: every path is down.
+  bool chooseCurrent(Peer& p);
   void retransmit(Peer& p);
   void probe(Peer& p, Path& path);
   void startReach(Peer& p, Path& path);

@@ -39,6 +39,7 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
   if (hooks_.gone && hooks_.gone(peer)) return;
   if (closed_) return;
   path.down = true;
+  path.suspect = false;
   path.announced = true;
   path.reached = false;
   path.probes = 0;
@@ -55,17 +56,50 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
   if (hooks_.path_changed) hooks_.path_changed(peer, false, path.peer_ip, pathName(p, path) + " is down: " + why);
   if (closed_) return;
   if (was_current && moved) retransmit(p);
+  router_.pathFailed(index);
   armTimer();
 }
 
 bool UcxFailover::chooseCurrent(Peer& p) {
+  size_t fallback = p.paths.size();
   for (size_t i = 0; i < p.paths.size(); ++i) {
-    if (!p.paths[i].down) {
+    if (p.paths[i].down) continue;
+    if (!p.paths[i].suspect) {
       p.current = i;
       return true;
     }
+    fallback = std::min(fallback, i);
   }
-  return false;
+  if (fallback == p.paths.size()) return false;
+  p.current = fallback;
+  return true;
+}
+
+void UcxFailover::suspectPath(size_t index) {
+  for (Peer& p : peers_) {
+    if (closed_) return;
+    if (p.connected && !p.left && index < p.paths.size()) suspect(p, p.paths[index]);
+  }
+}
+
+void UcxFailover::suspect(Peer& p, Path& path) {
+  if (closed_ || p.left || path.down || path.suspect || !path.ep) return;
+  path.suspect = true;
+  path.suspect_since = Clock::now();
+  path.suspect_nonce = next_serial_++;
+  pathwire::Header h;
+  h.to_world = p.world_id;
+  h.from_world = world_id_;
+  h.from_rank = static_cast<uint32_t>(rank_);
+  h.path = static_cast<uint32_t>(path.index);
+  h.seq = path.suspect_nonce;
+  pathwire::sendHeader(path.ep, pathwire::kProbe, h, true);
+  if (p.current == path.index && chooseCurrent(p) && p.current != path.index) {
+    // What it may have swallowed goes again on the other path; the
+    // receiver drops what it already has.
+    retransmit(p);
+  }
+  armTimer();
 }
 
 // A path that is down is asked at the TCP level first (a connection to
@@ -154,6 +188,11 @@ void UcxFailover::onProbeAck(const pathwire::Header& h) {
 void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
   Peer& p = peers_[static_cast<size_t>(peer)];
   Path& path = p.paths[index];
+  if (!closed_ && !p.left && !path.down && path.suspect && path.suspect_nonce == nonce) {
+    path.suspect = false;  // it answered: the failure was elsewhere
+    chooseCurrent(p);
+    return;
+  }
   if (closed_ || p.left || !path.down || !path.probe_ep || path.probe_nonce != nonce) return;
   path.ep = path.probe_ep;
   path.ep_serial = path.probe_serial;
@@ -204,6 +243,21 @@ void UcxFailover::onTimer() {
       if (now - p.progress >= allowed) {
         pathFault(p.rank, current.index,
                   "no acknowledgement for " + std::to_string(path_timeout_.count()) + " ms (path_timeout_ms)");
+        if (closed_) return;
+      }
+    }
+    for (Path& path : p.paths) {
+      if (path.down || !path.suspect) continue;
+      needed = true;
+      // Unanswered, it is down like any path that went silent: its
+      // endpoint closes (and with it what UCX still holds on it), and the
+      // probes that bring it back start. Kept, a connection that lived
+      // through a cut resumes only at TCP's next retransmission, seconds
+      // after the link is back.
+      if (now - path.suspect_since >= path_timeout_) {
+        pathFault(p.rank, path.index,
+                  "no answer to a probe for " + std::to_string(path_timeout_.count()) +
+                      " ms (path_timeout_ms) after the same local path failed toward another peer");
         if (closed_) return;
       }
     }

@@ -75,4 +75,8 @@ ucs_status_t UcxPathRouter::onMessage(void* arg, const void* header, size_t head
   }
 }
 
+void UcxPathRouter::pathFailed(size_t path) {
+  for (const auto& [id, world] : worlds_) world->suspectPath(path);
+}
+
 }  // namespace mw

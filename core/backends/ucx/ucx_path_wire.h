@@ -50,6 +50,10 @@ class UcxPathRouter {
 
   void add(uint32_t world_id, UcxFailover* world) { worlds_[world_id] = world; }
   void remove(uint32_t world_id) { worlds_.erase(world_id); }
+  // A path of this context failed toward some peer: the local end of that
+  // path (a NIC, a cable) may be what failed, so every world checks its
+  // other peers over it (UcxFailover::suspectPath).
+  void pathFailed(size_t path);
 
  private:
   template <uint16_t Id>
