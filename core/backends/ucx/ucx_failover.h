@@ -194,6 +194,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   void startReach(Peer& p, Path& path);
   void onReach(int peer, size_t path, bool reached);
   void probeUcx(Peer& p, Path& path);
+  void sendProbe(const Peer& p, const Path& path, ucp_ep_h ep, uint64_t nonce);
   void pathUp(int peer, size_t path, uint64_t nonce);
   void armTimer();
   void onTimer();

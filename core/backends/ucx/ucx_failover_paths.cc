@@ -87,13 +87,7 @@ void UcxFailover::suspect(Peer& p, Path& path) {
   path.suspect = true;
   path.suspect_since = Clock::now();
   path.suspect_nonce = next_serial_++;
-  pathwire::Header h;
-  h.to_world = p.world_id;
-  h.from_world = world_id_;
-  h.from_rank = static_cast<uint32_t>(rank_);
-  h.path = static_cast<uint32_t>(path.index);
-  h.seq = path.suspect_nonce;
-  pathwire::sendHeader(path.ep, pathwire::kProbe, h, true);
+  sendProbe(p, path, path.ep, path.suspect_nonce);
   if (p.current == path.index && chooseCurrent(p) && p.current != path.index) {
     // What it may have swallowed goes again on the other path; the
     // receiver drops what it already has.
@@ -155,13 +149,19 @@ void UcxFailover::probeUcx(Peer& p, Path& path) {
       return;
     }
   }
+  path.probe_nonce = next_serial_++;
+  sendProbe(p, path, path.probe_ep, path.probe_nonce);
+}
+
+// Answered over the connection it goes on (onProbe), with `nonce`.
+void UcxFailover::sendProbe(const Peer& p, const Path& path, ucp_ep_h ep, uint64_t nonce) {
   pathwire::Header h;
   h.to_world = p.world_id;
   h.from_world = world_id_;
   h.from_rank = static_cast<uint32_t>(rank_);
   h.path = static_cast<uint32_t>(path.index);
-  h.seq = path.probe_nonce = next_serial_++;
-  pathwire::sendHeader(path.probe_ep, pathwire::kProbe, h, true);
+  h.seq = nonce;
+  pathwire::sendHeader(ep, pathwire::kProbe, h, true);
 }
 
 void UcxFailover::onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& param) {
