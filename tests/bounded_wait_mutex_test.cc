@@ -89,7 +89,10 @@ TEST(BoundedWaitMutex, TryLockDoesNotOvertakeAWaiter) {
     waiter_in = true;
     m.unlock();
   });
-  std::this_thread::sleep_for(200ms);  // the waiter queues meanwhile
+  // The waiter queues (on a loaded machine its thread may take a while to
+  // start), then its patience runs out.
+  while (!m.contended()) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(mw::BoundedWaitMutex::kPatience + 50ms);
   m.unlock();
   const bool took_back = m.try_lock();
   if (took_back) m.unlock();

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace mw {
@@ -35,20 +36,23 @@ class BoundedWaitMutex {
       ++depth_;
       return;
     }
-    if (held() || starving_ > 0) {
-      const auto patience_ends = std::chrono::steady_clock::now() + kPatience;
-      bool starving = false;
+    if (held() || starving(deadlines_.end())) {
+      // A waiter whose patience ran out counts as starving from its
+      // deadline on, whether or not it has run since: the holder that lets
+      // go must not take the lock back before the waiter is scheduled.
+      const auto mine = deadlines_.insert(std::chrono::steady_clock::now() + kPatience);
       waiting_.fetch_add(1);
-      while (held() || (starving_ > 0 && !starving)) {
-        if (starving) {
+      for (;;) {
+        const bool patient = std::chrono::steady_clock::now() < *mine;
+        if (!held() && (!patient || !starving(mine))) break;
+        if (patient) {
+          turn_.wait_until(l, *mine);
+        } else {
           turn_.wait(l);
-        } else if (turn_.wait_until(l, patience_ends) == std::cv_status::timeout) {
-          starving = true;
-          ++starving_;
         }
       }
       waiting_.fetch_sub(1);
-      if (starving) --starving_;
+      deadlines_.erase(mine);
     }
     owner_ = me;
     depth_ = 1;
@@ -62,7 +66,7 @@ class BoundedWaitMutex {
       ++depth_;
       return true;
     }
-    if (held() || starving_ > 0) return false;
+    if (held() || starving(deadlines_.end())) return false;
     owner_ = me;
     depth_ = 1;
     return true;
@@ -83,13 +87,22 @@ class BoundedWaitMutex {
   bool contended() const { return waiting_.load() > 0; }
 
  private:
+  using Deadlines = std::multiset<std::chrono::steady_clock::time_point>;
+
   bool held() const { return owner_ != std::thread::id(); }  // under m_
+  // A waiter other than `self` waited past kPatience (under m_).
+  bool starving(Deadlines::const_iterator self) const {
+    if (deadlines_.empty()) return false;
+    auto first = deadlines_.begin();
+    if (first == self) ++first;
+    return first != deadlines_.end() && *first <= std::chrono::steady_clock::now();
+  }
 
   std::mutex m_;  // guards the fields below but waiting_
   std::condition_variable turn_;
   std::thread::id owner_;  // none: free
   int depth_ = 0;
-  int starving_ = 0;             // waiters that waited past kPatience
+  Deadlines deadlines_;          // when each waiter's patience ends
   std::atomic<int> waiting_{0};  // threads blocked in lock()
 };
 
