@@ -236,6 +236,14 @@ void UcxFailover::onAck(const pathwire::Header& h, size_t path) {
   settleSends(p);
 }
 
+// For an operator: silence, or a send UCX never finished.
+std::string UcxFailover::unackedSummary(const Peer& p) const {
+  if (p.unacked.empty()) return "nothing outstanding";
+  const Outgoing& o = *p.unacked.front();
+  return std::to_string(p.unacked.size()) + " outstanding, the oldest (seq " + std::to_string(o.header.seq) + ") " +
+         (o.acked ? "acknowledged" : "unacknowledged") + (o.in_ucx ? " and still in UCX" : "");
+}
+
 // Every message not acknowledged goes again, in order, on the current
 // path; the receiver drops what it already has.
 void UcxFailover::retransmit(Peer& p) {

@@ -21,10 +21,12 @@
 // cable fails them all; in a ring the next hop must not wait for a detection
 // of its own): it is probed over its endpoint at once and sent to over
 // another path until the probe is answered; unanswered for path_timeout_ms
-// it is down. The peer is not told: telling it (so that it moved its own
-// traffic, or closed or probed its end of the path at once) provoked UCX
-// 1.13's TCP transport into connections that carry short messages but
-// never a large one, and the failover benchmark's worlds broke. A path is
+// it is down. The peer learns of it from the traffic: when what it receives
+// leaves the path it sends on for a worse one, it puts that path in doubt
+// too (no message says so; the next step of a collective in the other
+// direction must not wait for a timeout of its own). A path that goes down has its TCP
+// connections shut down before its endpoint closes (ucx_path_sockets.h:
+// else UCX 1.13 may hold the engine until the link is back). A path is
 // probed while down (and before its first use): a plain TCP connection to
 // the peer's probe port first, then a UCX probe on a new endpoint (UCX
 // connects endpoints with a blocking connect(), see ucx_path_probe.h); once
@@ -105,7 +107,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
 
   // From the router (inside UCX progress).
   ucs_status_t onData(const pathwire::Header& h, void* data, size_t length, const ucp_am_recv_param_t& param,
-                      ucp_worker_h worker);
+                      ucp_worker_h worker, size_t path);
   void onAck(const pathwire::Header& h, size_t path);  // it came over `path`
   void onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& param);
   void onProbeAck(const pathwire::Header& h);
@@ -172,6 +174,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     Clock::time_point progress;                    // last ack, or since the oldest was sent
     // Receiving.
     uint64_t delivered = 0;
+    size_t arrival_path = 0;  // what the last message came over
     std::map<uint64_t, Arrival> early;  // by sequence number
     std::map<uint64_t, std::deque<Posted>> posted;
     std::map<uint64_t, std::deque<Arrival>> waiting;
@@ -186,10 +189,13 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   void onEndpointError(int peer, uint64_t serial, ucs_status_t status);
   void pathFault(int peer, size_t path, const std::string& why);
   void suspect(Peer& p, Path& path);
+  // The peer's messages moved from `from` to a less preferred path.
+  void peerMoved(int peer, size_t from);
   // The first path that is up and not suspect, else the first that is up;
   // false: every path is down.
   bool chooseCurrent(Peer& p);
   void retransmit(Peer& p);
+  std::string unackedSummary(const Peer& p) const;
   void probe(Peer& p, Path& path);
   void startReach(Peer& p, Path& path);
   void onReach(int peer, size_t path, bool reached);
@@ -197,6 +203,9 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   void sendProbe(const Peer& p, const Path& path, ucp_ep_h ep, uint64_t nonce);
   void pathUp(int peer, size_t path, uint64_t nonce);
   void armTimer();
+  void wakeAt(Clock::time_point when);
+  Clock::time_point nextDeadline() const;
+  std::chrono::milliseconds ackAllowance(const Peer& p) const;
   void onTimer();
   std::string pathName(const Peer& p, const Path& path) const;
 
@@ -218,6 +227,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   uint64_t next_serial_ = 1;
   std::map<uint64_t, std::unique_ptr<EpGuard>> guards_;  // by endpoint serial
   UcxEngine::TimerId timer_ = 0;
+  Clock::time_point next_tick_;  // probes and the member timeout go by ticks
   bool closed_ = false;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/backends/ucx/ucx_failover.h"
+#include "core/backends/ucx/ucx_path_sockets.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -49,10 +50,13 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
   path.ep = nullptr;
   const bool was_current = index == p.current;
   const bool moved = chooseCurrent(p);
+  // Else closing it may hold the engine until the link is back
+  // (ucx_path_sockets.h).
+  const size_t shut = shutDownConnections(path.local_ip, path.peer_ip, path.peer_probe_port);
   // Completes what UCX held on it (Cancelled): the state above is final
   // by then, so what those completions send goes the new way.
   closeEndpoint(ep, serial);
-  MW_LOG(LogLevel::Info, "%s is down: %s", pathName(p, path).c_str(), why.c_str());
+  MW_LOG(LogLevel::Info, "%s is down: %s (%zu connections shut down)", pathName(p, path).c_str(), why.c_str(), shut);
   if (hooks_.path_changed) hooks_.path_changed(peer, false, path.peer_ip, pathName(p, path) + " is down: " + why);
   if (closed_) return;
   if (was_current && moved) retransmit(p);
@@ -94,6 +98,12 @@ void UcxFailover::suspect(Peer& p, Path& path) {
     retransmit(p);
   }
   armTimer();
+}
+
+void UcxFailover::peerMoved(int peer, size_t from) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  if (closed_ || from >= p.paths.size() || p.current != from) return;
+  suspect(p, p.paths[from]);
 }
 
 // A path that is down is asked at the TCP level first (a connection to
@@ -219,30 +229,60 @@ void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
 
 void UcxFailover::armTimer() {
   if (timer_ || closed_) return;
-  timer_ = engine_.schedule(Clock::now() + path_timeout_ / 2, [w = weak_from_this()] {
+  // Every deadline made after this is at least a path timeout away, later
+  // than this wake-up: onTimer finds it then.
+  const auto now = Clock::now();
+  if (next_tick_ <= now) next_tick_ = now + path_timeout_ / 2;
+  wakeAt(std::min(next_tick_, nextDeadline()));
+}
+
+void UcxFailover::wakeAt(Clock::time_point when) {
+  when = std::max(when, Clock::now() + std::chrono::milliseconds(1));
+  timer_ = engine_.schedule(when, [w = weak_from_this()] {
     if (auto f = w.lock()) f->onTimer();
   });
 }
 
-// Every half path timeout while anything is unacknowledged or a path is
-// down: judges silence, probes what is down, and gives up on a peer that
-// no path reaches.
+std::chrono::milliseconds UcxFailover::ackAllowance(const Peer& p) const {
+  // A new connection's first acknowledgement may wait for UCX to connect
+  // the way back: that is not yet silence.
+  return p.paths[p.current].proven ? path_timeout_ : kFirstAckGrace * path_timeout_;
+}
+
+// The earliest moment a silence can become a fault.
+Clock::time_point UcxFailover::nextDeadline() const {
+  Clock::time_point first = Clock::time_point::max();
+  for (const Peer& p : peers_) {
+    if (!p.connected || p.left || p.paths.empty()) continue;
+    if (!p.unacked.empty() && !p.paths[p.current].down) first = std::min(first, p.progress + ackAllowance(p));
+    for (const Path& path : p.paths) {
+      if (!path.down && path.suspect) first = std::min(first, path.suspect_since + path_timeout_);
+    }
+  }
+  return first;
+}
+
+// At each deadline, and every half path timeout while anything is
+// unacknowledged or a path is down: judges silence (at its deadline: a
+// fault found a tick late doubles in a ring, where the next hop's own
+// timeout starts only after the first failover), and on the tick probes
+// what is down and gives up on a peer that no path reaches.
 void UcxFailover::onTimer() {
   timer_ = 0;
   if (closed_) return;
   const auto now = Clock::now();
+  const bool tick = now >= next_tick_;
+  if (tick) next_tick_ = now + path_timeout_ / 2;
   bool needed = false;
   for (Peer& p : peers_) {
     if (!p.connected || p.left || p.paths.empty()) continue;
     Path& current = p.paths[p.current];
     if (!p.unacked.empty() && !current.down) {
       needed = true;
-      // A new connection's first acknowledgement may wait for UCX to
-      // connect the way back: that is not yet silence.
-      const auto allowed = current.proven ? path_timeout_ : kFirstAckGrace * path_timeout_;
-      if (now - p.progress >= allowed) {
+      if (now - p.progress >= ackAllowance(p)) {
         pathFault(p.rank, current.index,
-                  "no acknowledgement for " + std::to_string(path_timeout_.count()) + " ms (path_timeout_ms)");
+                  "no acknowledgement for " + std::to_string(path_timeout_.count()) + " ms (path_timeout_ms; " +
+                      unackedSummary(p) + ")");
         if (closed_) return;
       }
     }
@@ -260,6 +300,10 @@ void UcxFailover::onTimer() {
                       " ms (path_timeout_ms) after the same local path failed toward another peer");
         if (closed_) return;
       }
+    }
+    if (!tick) {
+      for (const Path& path : p.paths) needed = needed || path.down;
+      continue;
     }
     Clock::time_point first_down = Clock::time_point::max();
     bool all_down = true;
@@ -284,7 +328,7 @@ void UcxFailover::onTimer() {
       if (closed_) return;
     }
   }
-  if (needed) armTimer();
+  if (needed && !timer_) wakeAt(std::min(next_tick_, nextDeadline()));
 }
 
 }  // namespace mw

@@ -15,11 +15,23 @@ void copyOut(void* to, const char* from, size_t n) {
 }  // namespace
 
 ucs_status_t UcxFailover::onData(const pathwire::Header& h, void* data, size_t length,
-                                 const ucp_am_recv_param_t& param, ucp_worker_h worker) {
+                                 const ucp_am_recv_param_t& param, ucp_worker_h worker, size_t path) {
   if (closed_ || h.from_rank >= peers_.size()) return UCS_OK;
   // Only eager messages are sent; a rendezvous one is not ours to take.
   if (param.recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) return UCS_OK;
   Peer& p = peers_[h.from_rank];
+  if (path != p.arrival_path) {
+    // Path i pairs with the peer's path i: when its messages leave the one
+    // this side sends on for a worse one, the peer found that path failing.
+    // This side's own timeout would find it one step of a collective later.
+    const size_t from = p.arrival_path;
+    p.arrival_path = path;
+    if (from == p.current && path > from) {
+      engine_.defer([w = weak_from_this(), peer = p.rank, from] {
+        if (auto f = w.lock()) f->peerMoved(peer, from);
+      });
+    }
+  }
   ucp_ep_h reply = (param.recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param.reply_ep : nullptr;
   if (h.seq <= p.delivered || p.early.count(h.seq)) {
     // A retransmission of what is here: the acknowledgement was lost.

@@ -62,7 +62,7 @@ ucs_status_t UcxPathRouter::onMessage(void* arg, const void* header, size_t head
   UcxFailover& world = *it->second;
   switch (Id) {
     case pathwire::kData:
-      return world.onData(h, data, length, *param, handler->worker);
+      return world.onData(h, data, length, *param, handler->worker, handler->path);
     case pathwire::kAck:
       world.onAck(h, handler->path);
       return UCS_OK;
