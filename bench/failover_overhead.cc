@@ -146,6 +146,12 @@ std::vector<OverheadRow> measureFailoverOverhead(const BenchOptions& opt, mwtool
       (m == kOn ? row.on_mbps : row.off_mbps) = common::median(v);
       (m == kOn ? row.on_via : row.off_via) = via(board->link_bytes[si][m]);
     }
+    std::vector<double> ratios;
+    for (std::size_t round = 0; round < opt.rounds && round < kMaxRounds; ++round) {
+      const double on = board->mbps[si][round][kOn], off = board->mbps[si][round][kOff];
+      if (off > 0) ratios.push_back(on / off);
+    }
+    row.ratio = ratios.empty() ? 0 : common::median(ratios);
     rows.push_back(row);
   }
   return rows;

@@ -19,6 +19,9 @@ namespace mwbench {
 struct OverheadRow {
   std::size_t bytes = 0;
   double on_mbps = 0, off_mbps = 0;  // 10^6 bytes/s of payload, median of the rounds
+  // Median of each round's on / off: a round measures both back to back,
+  // so what drifts on a shared machine between rounds cancels out.
+  double ratio = 0;
   // Which links carried the measured bytes: "link0", "link1" or "both".
   std::string on_via, off_via;
 };
