@@ -123,6 +123,11 @@ WorkerParts makeWorker(const std::string& net_devices, bool path) {
     // uct_tcp_iface_handle_events around link cuts (an endpoint freed by
     // its own receive handling, then used for sending) much rarer: 3 of 7
     // runs of the Cuts/* failover tests before, 2 of 28 after (not gone).
+    // What remains (an ASan build of UCX 1.13.1 shows it): an endpoint we
+    // closed while its sends were stuck (a stopped or cut-off peer) lingers
+    // to receive the peer's goodbye with its write event still armed;
+    // uct_tcp_cm_handle_conn_fin frees it inside the read handling and
+    // uct_tcp_iface_handle_events then runs the write handling on it.
     wp.thread_mode = UCS_THREAD_MODE_MULTI;
     {
       SigpipeBlockedForNewThreads no_sigpipe;  // UCX's async thread writes to sockets
