@@ -256,12 +256,12 @@ int mwbench::benchMain(int argc, char** argv) {
       good = parseCount(value, false, &secs) && secs > 0 && secs <= 3600;
       opt.seconds = static_cast<double>(secs);
     } else if (arg == "--parts") {
-      opt.parts = value;
+      opt.parts.clear();
       good = !value.empty();
       for (std::size_t at = 0; good && at <= value.size();) {
         const std::size_t comma = std::min(value.find(',', at), value.size());
-        const std::string part = value.substr(at, comma - at);
-        good = part == "p2p" || part == "allreduce" || part == "overhead";
+        opt.parts.push_back(value.substr(at, comma - at));
+        good = opt.parts.back() == "p2p" || opt.parts.back() == "allreduce" || opt.parts.back() == "overhead";
         at = comma + 1;
       }
     } else if (arg == "--max-senders") {

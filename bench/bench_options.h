@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace mwbench {
 
@@ -23,7 +24,7 @@ struct BenchOptions {
   int heartbeat_interval_ms = 0;
   int heartbeat_timeout_ms = 0;
   double seconds = 0;               // --seconds S (control): per measurement; 0 = the suite's default
-  std::string parts;                // --parts LIST (failover): comma-separated p2p, allreduce, overhead; "" = all
+  std::vector<std::string> parts;   // --parts LIST (failover): of p2p, allreduce, overhead; empty = all
   std::string redis_url;            // --redis URL; p2p: else MW_REDIS_URL; else a private redis-server
   std::string command;              // the command line, for the report header
 };

@@ -163,9 +163,7 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
 }
 
 bool partChosen(const BenchOptions& opt, const std::string& part) {
-  if (opt.parts.empty()) return true;
-  const std::string list = "," + opt.parts + ",";
-  return list.find("," + part + ",") != std::string::npos;
+  return opt.parts.empty() || std::find(opt.parts.begin(), opt.parts.end(), part) != opt.parts.end();
 }
 
 }  // namespace

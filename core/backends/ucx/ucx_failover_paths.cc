@@ -328,7 +328,7 @@ void UcxFailover::onTimer() {
       if (closed_) return;
     }
   }
-  if (needed && !timer_) wakeAt(std::min(next_tick_, nextDeadline()));
+  if (needed) armTimer();  // a fault above may have armed it already
 }
 
 }  // namespace mw
