@@ -25,7 +25,7 @@ using RawStore = gloo::rendezvous::RedisStore;
 #include <gloo/transport/tcp/device.h>
 
 #include "bench/extra_suites.h"
-#include "tools/common/private_redis.h"
+#include "tools/lab/private_redis.h"
 #include "bench/suite_common.h"
 
 namespace mwbench {

@@ -13,7 +13,7 @@ namespace mwbench {
 
 std::unique_ptr<Child> labMember(const std::string& ns, const std::function<int()>& body) {
   return std::make_unique<Child>("member in " + ns, [ns, body] {
-    if (!mwtools::NetLab::enter(ns)) {
+    if (!mwlab::NetLab::enter(ns)) {
       std::fprintf(stderr, "mw_bench failover: cannot enter namespace %s\n", ns.c_str());
       return 97;
     }
@@ -75,9 +75,9 @@ double transfer(mw_world_t* w, int rank, std::vector<std::vector<char>>& bufs, s
   return common::nowSeconds() - t0;
 }
 
-int member(int rank, const BenchOptions& opt, const mwtools::Rails& rails, const std::string& redis_url,
+int member(int rank, const BenchOptions& opt, const mwlab::Rails& rails, const std::string& redis_url,
            OverheadBoard& board) {
-  const std::string addresses = mwtools::Rails::addresses({0, 1}, rank);
+  const std::string addresses = mwlab::Rails::addresses({0, 1}, rank);
   mw_context_t* ctx[2] = {contextFor(redis_url, addresses, kOn), contextFor(redis_url, addresses, kOff)};
   mw_world_t* world[2] = {};
   const char* names[2] = {"failover-on", "failover-off"};
@@ -87,7 +87,7 @@ int member(int rank, const BenchOptions& opt, const mwtools::Rails& rails, const
   const std::vector<std::size_t> sizes = common::sizesOf(opt);
   std::vector<std::vector<char>> bufs(kWindow, std::vector<char>(opt.max_bytes, static_cast<char>(rank)));
   for (int m : {kOn, kOff}) transfer(world[m], rank, bufs, sizes[0], 8);  // connections up
-  const mwtools::NetEnd ends[2] = {{"", rails.link(0, 0).a.dev}, {"", rails.link(0, 1).a.dev}};
+  const mwlab::NetEnd ends[2] = {{"", rails.link(0, 0).a.dev}, {"", rails.link(0, 1).a.dev}};
   for (std::size_t si = 0; si < sizes.size() && si < kMaxSizes; ++si) {
     const std::size_t bytes = sizes[si];
     const std::size_t iters =
@@ -95,15 +95,15 @@ int member(int rank, const BenchOptions& opt, const mwtools::Rails& rails, const
     for (std::size_t round = 0; round < opt.rounds && round < kMaxRounds; ++round) {
       for (int j = 0; j < 2; ++j) {
         const int m = static_cast<int>((round + static_cast<std::size_t>(j)) % 2);
-        mwtools::NetBytes before[2], after[2];
+        mwlab::NetBytes before[2], after[2];
         if (rank == 0) {
-          for (int k = 0; k < 2; ++k) before[k] = mwtools::NetLab::bytes(ends[k]);
+          for (int k = 0; k < 2; ++k) before[k] = mwlab::NetLab::bytes(ends[k]);
         }
         const double secs = transfer(world[m], rank, bufs, bytes, iters);
         if (rank != 0) continue;
         board.mbps[si][round][m] = static_cast<double>(bytes * iters) / secs / 1e6;
         for (int k = 0; k < 2; ++k) {
-          after[k] = mwtools::NetLab::bytes(ends[k]);
+          after[k] = mwlab::NetLab::bytes(ends[k]);
           board.link_bytes[si][m][k] += after[k].tx - before[k].tx + after[k].rx - before[k].rx;
         }
       }
@@ -125,7 +125,7 @@ std::string via(const uint64_t link_bytes[2]) {
 
 }  // namespace
 
-std::vector<OverheadRow> measureFailoverOverhead(const BenchOptions& opt, mwtools::Rails& rails,
+std::vector<OverheadRow> measureFailoverOverhead(const BenchOptions& opt, mwlab::Rails& rails,
                                                  const std::string& redis_url) {
   Shared<OverheadBoard> board;
   std::unique_ptr<Child> members[2];

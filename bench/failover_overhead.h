@@ -1,7 +1,7 @@
 // The failover suite's two parts: the stall and accounting of cut links
 // (failover_suite.cc) and the cost of acknowledgements, path_failover on
 // against off (failover_overhead.cc). Both run their members in network
-// namespaces of a mwtools::Rails lab made by the caller.
+// namespaces of a mwlab::Rails lab made by the caller.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +12,7 @@
 
 #include "bench/bench_options.h"
 #include "bench/fault_processes.h"
-#include "tools/common/netns.h"
+#include "tools/lab/netns.h"
 
 namespace mwbench {
 
@@ -29,7 +29,7 @@ struct OverheadRow {
 // p2p throughput between the two members of `rails` (two links) over
 // worlds with path_failover on and off, for opt.min_bytes..opt.max_bytes,
 // alternating rounds. Throws on a failed process or setting.
-std::vector<OverheadRow> measureFailoverOverhead(const BenchOptions& opt, mwtools::Rails& rails,
+std::vector<OverheadRow> measureFailoverOverhead(const BenchOptions& opt, mwlab::Rails& rails,
                                                  const std::string& redis_url);
 
 // A member process in namespace `ns` of the lab, running `body` there

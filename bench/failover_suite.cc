@@ -25,8 +25,8 @@
 #include "bench/extra_suites.h"
 #include "bench/failover_overhead.h"
 #include "bench/suite_common.h"
-#include "tools/common/checked_traffic.h"
-#include "tools/common/netns.h"
+#include "tools/lab/checked_traffic.h"
+#include "tools/lab/netns.h"
 
 namespace mwbench {
 
@@ -34,8 +34,8 @@ using namespace common;
 
 namespace {
 
-using mwtools::MemberBoard;
-using mwtools::NetCut;
+using mwlab::MemberBoard;
+using mwlab::NetCut;
 
 constexpr std::size_t kStallMessageBytes = 64 * 1024;
 constexpr int kStallWindow = 4;
@@ -63,13 +63,13 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
   row.kind = kind;
   row.how = how;
   const int n = kind == "p2p" ? 2 : 3;
-  mwtools::Rails rails(n, 2);
+  mwlab::Rails rails(n, 2);
   Shared<StallBoard> b;
   std::vector<std::unique_ptr<Child>> members;
-  const std::string world = "failover-" + kind + "-" + mwtools::netCutName(how);
+  const std::string world = "failover-" + kind + "-" + mwlab::netCutName(how);
   for (int r = 0; r < n; ++r) {
     members.push_back(labMember(rails.ns(r), [&, r] {
-      mwtools::TrafficSpec s;
+      mwlab::TrafficSpec s;
       s.redis_url = redis_url;
       s.world = world;
       s.rank = r;
@@ -77,9 +77,9 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
       s.message_bytes = kStallMessageBytes;
       s.window = kStallWindow;
       s.interval_us = kStallIntervalUs;
-      s.settings = {{"data_addresses", mwtools::Rails::addresses({0, 1}, r)}};
-      return kind == "p2p" ? mwtools::runCheckedStream(s, b->m[r], b->stop)
-                           : mwtools::runCheckedAllreduce(s, b->m[r], b->stop);
+      s.settings = {{"data_addresses", mwlab::Rails::addresses({0, 1}, r)}};
+      return kind == "p2p" ? mwlab::runCheckedStream(s, b->m[r], b->stop)
+                           : mwlab::runCheckedAllreduce(s, b->m[r], b->stop);
     }));
   }
   std::vector<Child*> watch;
@@ -87,12 +87,12 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
   // Progress is in shared memory, with nothing to block on: short looks
   // (sleepMs ends the run on a signal).
   auto waitFor = [&](const std::function<bool()>& cond, int limit_ms) {
-    const int64_t end = mwtools::monotonicNs() + limit_ms * 1000000LL;
+    const int64_t end = mwlab::monotonicNs() + limit_ms * 1000000LL;
     while (!cond()) {
       for (Child* c : watch) {
         if (!c->running()) return cond();  // a member that left: its board says why
       }
-      if (mwtools::monotonicNs() >= end) return false;
+      if (mwlab::monotonicNs() >= end) return false;
       sleepMs(2);
     }
     return true;
@@ -123,7 +123,7 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
     // posted cannot cross the link. (The stall is short by the moments
     // between the kernel's change and the command's exit.)
     if (!rails.lab().setCut(rails.link(0, link), how, true)) throw std::runtime_error("cannot cut a link");
-    const int64_t at = mwtools::monotonicNs();
+    const int64_t at = mwlab::monotonicNs();
     for (int r = 0; r < n; ++r) b->m[r].markCut(at);
     const int slot = static_cast<int>(c);
     if (!waitFor([&] { return anyBroken() || all([&](const MemberBoard& m) { return m.resumed_ns[slot].load() != 0; }); },
@@ -174,7 +174,7 @@ int runFailoverSuite(const BenchOptions& opt) {
     return 2;
   }
   const std::string machine = machineName();
-  const std::string why_not = mwtools::netnsUnavailable();
+  const std::string why_not = mwlab::netnsUnavailable();
   JsonRow top = backendFields(opt);
   if (!why_not.empty()) {
     std::printf("# failover skipped: %s\n", why_not.c_str());
@@ -202,17 +202,17 @@ int runFailoverSuite(const BenchOptions& opt) {
       for (NetCut how : {NetCut::LinkDown, NetCut::Drop}) {
         StallRow r = runStall(kind, how, opt.trials, redis.url());
         std::printf("%-10s %-10s %5zu %9.1f %9.1f %9.1f %5lld %5lld %5lld %5lld %6d %5d %5d\n", kind,
-                    mwtools::netCutName(how), r.stalls_ms.size(), percentile(r.stalls_ms, 50),
+                    mwlab::netCutName(how), r.stalls_ms.size(), percentile(r.stalls_ms, 50),
                     percentile(r.stalls_ms, 99), percentile(r.stalls_ms, 100), static_cast<long long>(r.lost),
                     static_cast<long long>(r.duplicated), static_cast<long long>(r.reordered),
                     static_cast<long long>(r.corrupt), r.breaks, r.cuts_on[0], r.cuts_on[1]);
-        if (!r.failure.empty()) std::fprintf(stderr, "mw_bench failover: %s %s: %s\n", kind, mwtools::netCutName(how), r.failure.c_str());
+        if (!r.failure.empty()) std::fprintf(stderr, "mw_bench failover: %s %s: %s\n", kind, mwlab::netCutName(how), r.failure.c_str());
         std::fflush(stdout);
         ok = ok && r.failure.empty() && r.lost + r.duplicated + r.reordered + r.corrupt == 0 && r.breaks == 0;
         stalls.push_back(std::move(r));
       }
     }
-    mwtools::Rails rails(2, 2);
+    mwlab::Rails rails(2, 2);
     drop_method = rails.lab().dropMethod();
     if (partChosen(opt, "overhead")) {
       std::printf("# overhead: p2p MB/s (10^6 bytes/s) with path_failover on against off, two members, two links, "
@@ -233,7 +233,7 @@ int runFailoverSuite(const BenchOptions& opt) {
     for (const StallRow& r : stalls) {
       rows.push_back({{"part", jsonString("stall")},
                       {"kind", jsonString(r.kind)},
-                      {"cut", jsonString(mwtools::netCutName(r.how))},
+                      {"cut", jsonString(mwlab::netCutName(r.how))},
                       {"cuts", jnum(static_cast<double>(r.stalls_ms.size()))},
                       {"stall_p50_ms", jnum(percentile(r.stalls_ms, 50))},
                       {"stall_p99_ms", jnum(percentile(r.stalls_ms, 99))},

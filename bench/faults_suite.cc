@@ -1,6 +1,6 @@
 #include "bench/faults_suite.h"
 
-#include "tools/common/private_redis.h"
+#include "tools/lab/private_redis.h"
 #include "bench/suite_common.h"
 
 #include <fcntl.h>

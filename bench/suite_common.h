@@ -15,7 +15,7 @@
 #include <multiworld/multiworld.h>
 
 #include "bench/bench_options.h"
-#include "tools/common/private_redis.h"
+#include "tools/lab/private_redis.h"
 
 namespace gloo {
 namespace rendezvous {
@@ -25,7 +25,7 @@ class Context;
 
 namespace mwbench {
 
-using mwtools::PrivateRedis;
+using mwlab::PrivateRedis;
 
 namespace common {
 

@@ -22,18 +22,18 @@
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/shared_memory.h"
-#include "tools/common/checked_traffic.h"
-#include "tools/common/netns.h"
+#include "tools/lab/checked_traffic.h"
+#include "tools/lab/netns.h"
 
 using namespace mwtest;
 using namespace std::chrono_literals;
-using mwtools::MemberBoard;
-using mwtools::monotonicNs;
-using mwtools::NetLab;
-using mwtools::NetLink;
-using mwtools::TrafficSpec;
-using Cut = mwtools::NetCut;
-using Lab = mwtools::Rails;
+using mwlab::MemberBoard;
+using mwlab::monotonicNs;
+using mwlab::NetLab;
+using mwlab::NetLink;
+using mwlab::TrafficSpec;
+using Cut = mwlab::NetCut;
+using Lab = mwlab::Rails;
 
 namespace {
 
@@ -205,7 +205,7 @@ void cutEachLinkInTurn(Lab& lab, int r, Cut how, const MemberBoard* b, int n, in
 
 #define SKIP_WITHOUT_NETNS()                                                     \
   do {                                                                           \
-    std::string why_ = mwtools::netnsUnavailable();                              \
+    std::string why_ = mwlab::netnsUnavailable();                              \
     if (!why_.empty()) GTEST_SKIP() << why_;                                     \
   } while (0)
 
@@ -298,7 +298,7 @@ TEST_P(FailoverP2p, CutLinkCostsNoMessageAndNoBreak) {
   for (int r = 0; r < 2; ++r) {
     w.add([&, r] {
       if (!NetLab::enter(lab.ns(r))) return 4;
-      return mwtools::runCheckedStream(specFor(redis.url(), "fo", r, 2, {0, 1}), b->fo[r], b->stop);
+      return mwlab::runCheckedStream(specFor(redis.url(), "fo", r, 2, {0, 1}), b->fo[r], b->stop);
     });
   }
   const int64_t t0 = monotonicNs();
@@ -330,7 +330,7 @@ TEST_P(FailoverAllreduce, CutLinkCostsNoIterationAndNoBreak) {
   for (int r = 0; r < 3; ++r) {
     w.add([&, r] {
       if (!NetLab::enter(lab.ns(r))) return 4;
-      return mwtools::runCheckedAllreduce(specFor(redis.url(), "fo", r, 3, {0, 1}), b->fo[r], b->stop);
+      return mwlab::runCheckedAllreduce(specFor(redis.url(), "fo", r, 3, {0, 1}), b->fo[r], b->stop);
     });
   }
   const int64_t t0 = monotonicNs();
@@ -362,10 +362,10 @@ void startTwoWorlds(Workers& w, const Lab& lab, const std::string& redis_url, Bo
       if (!NetLab::enter(lab.ns(r))) return 4;
       int side_rc = 0;
       std::thread side([&] {
-        side_rc = mwtools::runCheckedStream(specFor(redis_url, "side", r, 2, {2}, heartbeat_timeout_ms), b.side[r],
+        side_rc = mwlab::runCheckedStream(specFor(redis_url, "side", r, 2, {2}, heartbeat_timeout_ms), b.side[r],
                                             b.stop);
       });
-      int rc = mwtools::runCheckedStream(specFor(redis_url, "fo", r, 2, {0, 1}, heartbeat_timeout_ms), b.fo[r], b.stop);
+      int rc = mwlab::runCheckedStream(specFor(redis_url, "fo", r, 2, {0, 1}, heartbeat_timeout_ms), b.fo[r], b.stop);
       side.join();
       return rc ? rc : side_rc;
     });

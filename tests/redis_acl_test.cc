@@ -11,11 +11,12 @@
 
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
-#include "tests/support/redis_client.h"
 #include "tests/support/redis_server.h"
 #include "tests/support/shared_memory.h"
+#include "tools/lab/redis_client.h"
 
 using namespace mwtest;
+using namespace mwlab;
 using namespace std::chrono_literals;
 
 namespace {

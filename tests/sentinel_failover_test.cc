@@ -15,12 +15,14 @@
 
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
-#include "tests/support/redis_client.h"
-#include "tests/support/sentinel_group.h"
 #include "tests/support/shared_memory.h"
 #include "tests/support/traffic.h"
+#include "tools/lab/redis_client.h"
+#include "tools/lab/ports.h"
+#include "tools/lab/sentinel_group.h"
 
 using namespace mwtest;
+using namespace mwlab;
 using namespace std::chrono_literals;
 
 namespace {

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "tools/common/private_redis.h"
+#include "tools/lab/private_redis.h"
 
 namespace mwtest {
 
@@ -47,7 +47,7 @@ void RedisServer::start() {
     _exit(127);
   }
   for (int i = 0; i < 500; ++i) {
-    if (mwtools::redisAnswersPing(socket_)) return;
+    if (mwlab::redisAnswersPing(socket_)) return;
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;

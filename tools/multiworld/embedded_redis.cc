@@ -11,7 +11,7 @@ EmbeddedRedis::EmbeddedRedis() {
   if (!mkdtemp(tmpl)) throw std::runtime_error("cannot make a temp dir for redis-server");
   dir_ = tmpl;
   try {
-    server_ = std::make_unique<mwtools::PrivateRedis>(dir_);
+    server_ = std::make_unique<mwlab::PrivateRedis>(dir_);
   } catch (...) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "tools/common/private_redis.h"
+#include "tools/lab/private_redis.h"
 
 namespace mwcli {
 
@@ -20,7 +20,7 @@ class EmbeddedRedis {
 
  private:
   std::string dir_;
-  std::unique_ptr<mwtools::PrivateRedis> server_;
+  std::unique_ptr<mwlab::PrivateRedis> server_;
 };
 
 }  // namespace mwcli

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace mwtools {
+namespace mwlab {
 
 // Why this process cannot make namespaces (not root, no `ip netns`), or ""
 // when it can.
@@ -113,4 +113,4 @@ class Rails {
   std::vector<std::vector<NetLink>> links_;
 };
 
-}  // namespace mwtools
+}  // namespace mwlab

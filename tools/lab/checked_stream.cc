@@ -3,10 +3,10 @@
 #include <cstring>
 #include <set>
 
-#include "tools/common/checked_member.h"
-#include "tools/common/checked_traffic.h"
+#include "tools/lab/checked_member.h"
+#include "tools/lab/checked_traffic.h"
 
-namespace mwtools {
+namespace mwlab {
 
 namespace {
 
@@ -213,4 +213,4 @@ int runCheckedStream(const TrafficSpec& spec, MemberBoard& board, const std::ato
   Stream s(spec, board);
   return s.run(stop);
 }
-}  // namespace mwtools
+}  // namespace mwlab

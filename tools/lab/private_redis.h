@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace mwtools {
+namespace mwlab {
 
 // Whether a redis-server listens on the unix socket `path` and answers
 // PING (a server that demands a password, -NOAUTH, is up too).
@@ -33,4 +33,4 @@ class PrivateRedis {
   pid_t pid_ = -1;
 };
 
-}  // namespace mwtools
+}  // namespace mwlab

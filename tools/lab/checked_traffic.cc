@@ -1,11 +1,11 @@
-#include "tools/common/checked_traffic.h"
+#include "tools/lab/checked_traffic.h"
 
 #include <time.h>
 
 #include <algorithm>
 #include <cstdio>
 
-namespace mwtools {
+namespace mwlab {
 
 int64_t monotonicNs() {
   timespec ts;
@@ -42,4 +42,4 @@ std::string MemberBoard::eventText(int64_t origin_ns) const {
   return out.empty() ? "(no events)" : out;
 }
 
-}  // namespace mwtools
+}  // namespace mwlab

@@ -1,4 +1,4 @@
-#include "tools/common/private_redis.h"
+#include "tools/lab/private_redis.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace mwtools {
+namespace mwlab {
 
 bool redisAnswersPing(const std::string& path) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -80,4 +80,4 @@ void PrivateRedis::stop() {
   unlink(socket_.c_str());
 }
 
-}  // namespace mwtools
+}  // namespace mwlab

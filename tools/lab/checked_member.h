@@ -1,14 +1,14 @@
 // One member of the checked traffic (checked_stream.cc,
 // checked_allreduce.cc): its context and world, the events it sees and its
-// stall bookkeeping. Internal to tools/common.
+// stall bookkeeping. Internal to tools/lab.
 #pragma once
 
 #include <algorithm>
 #include <cstdio>
 
-#include "tools/common/checked_traffic.h"
+#include "tools/lab/checked_traffic.h"
 
-namespace mwtools {
+namespace mwlab {
 namespace checked {
 
 // bookkeeping.
@@ -134,4 +134,4 @@ class Member {
 };
 
 }  // namespace checked
-}  // namespace mwtools
+}  // namespace mwlab

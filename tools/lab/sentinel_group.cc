@@ -1,9 +1,7 @@
-#include "tests/support/sentinel_group.h"
+#include "tools/lab/sentinel_group.h"
 
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,24 +12,10 @@
 #include <stdexcept>
 #include <thread>
 
-#include "tests/support/redis_client.h"
+#include "tools/lab/ports.h"
+#include "tools/lab/redis_client.h"
 
-namespace mwtest {
-
-int freeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    if (fd >= 0) close(fd);
-    throw std::runtime_error("cannot pick a loopback port");
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
+namespace mwlab {
 
 namespace {
 
@@ -196,4 +180,4 @@ bool SentinelGroup::waitForNewMaster(int old_port, std::chrono::milliseconds lim
   return false;
 }
 
-}  // namespace mwtest
+}  // namespace mwlab

@@ -1,9 +1,8 @@
-#include "tests/support/redis_client.h"
+#include "tools/lab/redis_client.h"
 
 #include <chrono>
-#include <thread>
 
-namespace mwtest {
+namespace mwlab {
 
 RedisClient::RedisClient(const std::string& socket, const std::string& user, const std::string& password) {
   c_ = redisConnectUnix(socket.c_str());
@@ -18,9 +17,13 @@ RedisClient::RedisClient(const std::string& socket, const std::string& user, con
   }
 }
 
-RedisClient::RedisClient(int port, const std::string& password) {
-  const timeval tv{2, 0};
-  c_ = redisConnectWithTimeout("127.0.0.1", port, tv);
+RedisClient::RedisClient(int port, const std::string& password)
+    : RedisClient("127.0.0.1", port, password, std::chrono::seconds(2)) {}
+
+RedisClient::RedisClient(const std::string& host, int port, const std::string& password,
+                         std::chrono::milliseconds timeout) {
+  const timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  c_ = redisConnectWithTimeout(host.c_str(), port, tv);
   if (ok()) redisSetTimeout(c_, tv);
   if (!ok() || password.empty()) return;
   auto r = cmd({"AUTH", password});
@@ -69,25 +72,4 @@ RedisReplyPtr RedisClient::nextPushed(std::chrono::milliseconds timeout) {
   return RedisReplyPtr(static_cast<redisReply*>(r), freeReplyObject);
 }
 
-void startPinger(Workers& workers, const std::string& socket, PingStats& stats) {
-  workers.add([socket, &stats] {
-    RedisClient c(socket);
-    if (!c.ok()) return 1;
-    while (!stats.stop.load()) {
-      auto t0 = std::chrono::steady_clock::now();
-      auto r = c.cmd({"PING"});
-      auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
-      if (!r || r->type != REDIS_REPLY_STATUS) stats.failures.fetch_add(1);
-      if (us > stats.worst_us.load()) stats.worst_us.store(us);
-      stats.pings.fetch_add(1);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return 0;
-  });
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (stats.pings.load() == 0 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
-}  // namespace mwtest
+}  // namespace mwlab

@@ -2,10 +2,10 @@
 #include <cstdio>
 #include <vector>
 
-#include "tools/common/checked_member.h"
-#include "tools/common/checked_traffic.h"
+#include "tools/lab/checked_member.h"
+#include "tools/lab/checked_traffic.h"
 
-namespace mwtools {
+namespace mwlab {
 
 namespace {
 
@@ -109,4 +109,4 @@ int runCheckedAllreduce(const TrafficSpec& spec, MemberBoard& board, const std::
   return m.failed() ? 1 : 0;
 }
 
-}  // namespace mwtools
+}  // namespace mwlab

@@ -1,4 +1,4 @@
-#include "tools/common/netns.h"
+#include "tools/lab/netns.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace mwtools {
+namespace mwlab {
 
 namespace {
 
@@ -279,4 +279,4 @@ std::string Rails::addresses(const std::vector<int>& links, int rank) {
   return out;
 }
 
-}  // namespace mwtools
+}  // namespace mwlab

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace mwtools {
+namespace mwlab {
 
 // CLOCK_MONOTONIC in nanoseconds: one clock for every process of a run.
 int64_t monotonicNs();
@@ -83,4 +83,4 @@ int runCheckedStream(const TrafficSpec& spec, MemberBoard& board, const std::ato
 // set on any of them; a break ends it early.
 int runCheckedAllreduce(const TrafficSpec& spec, MemberBoard& board, const std::atomic<int>& stop);
 
-}  // namespace mwtools
+}  // namespace mwlab

@@ -1,4 +1,4 @@
-// A Redis Sentinel deployment for failover tests: a master, one replica
+// A Redis Sentinel deployment for failover tests and the soak: a master, one replica
 // and three sentinels, each a real redis-server / redis-sentinel process
 // on a loopback TCP port picked at start, with short failure-detection
 // settings so a failover takes a few seconds.
@@ -11,10 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace mwtest {
-
-// A loopback TCP port nothing listens on right now.
-int freeLoopbackPort();
+namespace mwlab {
 
 class SentinelGroup {
  public:
@@ -62,4 +59,4 @@ class SentinelGroup {
   Proc sentinels_[3];
 };
 
-}  // namespace mwtest
+}  // namespace mwlab

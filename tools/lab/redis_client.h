@@ -1,20 +1,15 @@
-// A plain hiredis client for tests that act as an operator or an attacker
-// writing to Redis directly, and a process that measures how quickly Redis
-// answers while a test runs.
+// A plain hiredis client for a lab that acts as an operator or an attacker
+// writing to Redis directly, or that asks a sentinel or a server what it is.
 #pragma once
 
 #include <hiredis/hiredis.h>
 
-#include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "tests/support/process.h"
-
-namespace mwtest {
+namespace mwlab {
 
 using RedisReplyPtr = std::unique_ptr<redisReply, void (*)(void*)>;
 
@@ -24,6 +19,8 @@ class RedisClient {
   explicit RedisClient(const std::string& socket, const std::string& user = "", const std::string& password = "");
   // Over TCP to 127.0.0.1:port (a server of a SentinelGroup, or a sentinel).
   RedisClient(int port, const std::string& password);
+  // Over TCP to host:port; every command waits at most `timeout`.
+  RedisClient(const std::string& host, int port, const std::string& password, std::chrono::milliseconds timeout);
   ~RedisClient();
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;
@@ -42,16 +39,4 @@ class RedisClient {
   redisContext* c_ = nullptr;
 };
 
-struct PingStats {
-  std::atomic<int> stop{0};
-  std::atomic<int64_t> pings{0};
-  std::atomic<int64_t> failures{0};
-  std::atomic<int64_t> worst_us{0};  // slowest PING round trip seen
-};
-
-// Forks a process (owned by `workers`) that PINGs the Redis on `socket`
-// about every millisecond until stats.stop is set, and returns once the
-// first PING was answered (or 10 s passed: then stats.pings stays 0).
-void startPinger(Workers& workers, const std::string& socket, PingStats& stats);
-
-}  // namespace mwtest
+}  // namespace mwlab
