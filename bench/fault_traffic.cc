@@ -1,16 +1,8 @@
 #include "bench/fault_traffic.h"
 
-#include <time.h>
-
 #include <cstdio>
 
 namespace mwbench {
-
-int64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 void LaneStats::reset() {
   received.store(0);

@@ -15,10 +15,12 @@
 #include <utility>
 #include <vector>
 
+#include "tools/lab/clock.h"
+
 namespace mwbench {
 
-// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the run.
-int64_t monotonicNs();
+// The lab's clock: one for every process of the run.
+using mwlab::monotonicNs;
 
 // What one process publishes about one of its worlds. Lives in shared
 // memory (lock-free atomics only).

@@ -1,6 +1,5 @@
 #include "tests/support/traffic.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,12 +8,6 @@
 #include "tests/support/mw_test.h"
 
 namespace mwtest {
-
-int64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 namespace {
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/lab/clock.h"
+
 namespace mwtest {
 
 constexpr int kMaxWorlds = 8;
@@ -36,7 +38,8 @@ struct TrafficWorld {
   int rank;   // this process's rank in the two-rank world
 };
 
-int64_t monotonicNs();
+// The lab's clock: the parent and its workers stamp breaks on it.
+using mwlab::monotonicNs;
 
 // Creates the worlds, then exchanges checked messages on all of them until
 // *stop is set. Returns 0 unless something unexpected happened (which it

@@ -1,17 +1,9 @@
 #include "tools/lab/checked_traffic.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cstdio>
 
 namespace mwlab {
-
-int64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 void MemberBoard::markCut(int64_t at_ns) {
   int c = cuts.load();

@@ -15,10 +15,9 @@
 #include <utility>
 #include <vector>
 
-namespace mwlab {
+#include "tools/lab/clock.h"  // monotonicNs(): what the boards' times are on
 
-// CLOCK_MONOTONIC in nanoseconds: one clock for every process of a run.
-int64_t monotonicNs();
+namespace mwlab {
 
 struct BoardEvent {
   mw_event_type_t type;
