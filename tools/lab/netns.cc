@@ -1,9 +1,12 @@
 #include "tools/lab/netns.h"
 
 #include <fcntl.h>
+#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -193,6 +196,21 @@ NetLink NetLab::attach(const std::string& ns, const std::string& cidr, const std
 bool NetLab::setUp(const NetLink& link, bool up) {
   if (!run("ip" + inNs(link.a.ns) + " link set " + link.a.dev + (up ? " up" : " down")).ok) return false;
   return !up || (waitOperUp(link.a, 5000) && waitOperUp(link.b, 5000));
+}
+
+bool NetLab::setUpNow(const NetLink& link, bool up) {
+  const std::string ip = "ip" + inNs(link.a.ns) + " link set " + link.a.dev + (up ? " up" : " down");
+  if (!link.a.ns.empty() || link.a.dev.size() >= IFNAMSIZ) return run(ip).ok;
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, link.a.dev.c_str(), link.a.dev.size());
+  bool ok = fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0;
+  if (ok) {
+    ifr.ifr_flags = static_cast<short>(up ? (ifr.ifr_flags | IFF_UP) : (ifr.ifr_flags & ~IFF_UP));
+    ok = ioctl(fd, SIOCSIFFLAGS, &ifr) == 0;
+  }
+  if (fd >= 0) close(fd);
+  return ok || run(ip).ok;
 }
 
 std::string NetLab::dropMethod() {

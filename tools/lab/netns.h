@@ -5,7 +5,8 @@
 // a namespace. Every name carries this process's pid, so runs side by side
 // do not collide, and the leftovers of a run that was killed are removed by
 // the next one. Addresses live only inside the lab's namespaces, so any
-// subnet can be used without touching this host's own network.
+// subnet can be used without touching this host's own network, unless an
+// end is left in this process's namespace on purpose (addVeth with ns "").
 #pragma once
 
 #include <cstdint>
@@ -48,7 +49,9 @@ class NetLab {
   // A namespace with lo up; returns its name.
   std::string addNamespace();
   // A veth pair between two namespaces, each end up with its address
-  // ("10.71.1.1/24").
+  // ("10.71.1.1/24"). An ns of "" leaves that end in this process's
+  // namespace (removed with the lab), its address then this host's on the
+  // link: how a process here reaches members in the lab.
   NetLink addVeth(const std::string& ns_a, const std::string& cidr_a, const std::string& ns_b,
                   const std::string& cidr_b);
   // A bridge (a switch) in this process's namespace, up, with no address.
@@ -63,6 +66,12 @@ class NetLab {
   // end (netem loss 100% where the kernel has sch_netem, else the blackhole
   // qdisc), leaving the link up; false: the link is whole again.
   bool setUp(const NetLink& link, bool up);
+  // setUp's change alone, at a moment known to microseconds: end a's IFF_UP
+  // flag set or cleared by one SIOCSIFFLAGS ioctl, the change `ip link set`
+  // makes, without the milliseconds of starting `ip`; it does not wait for
+  // the link. For an end a in this process's namespace; anywhere else, or
+  // if the ioctl fails, it runs `ip link set` instead.
+  bool setUpNow(const NetLink& link, bool up);
   bool setDrop(const NetLink& link, bool drop);
   // "netem loss 100%" or "blackhole qdisc": what setDrop uses here.
   std::string dropMethod();
