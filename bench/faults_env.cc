@@ -1,0 +1,58 @@
+#include "bench/faults_env.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <exception>
+
+namespace mwbench {
+namespace faults {
+namespace {
+
+// Whether this address is already configured on this side (another run's
+// veth): binding to an address that is not local fails.
+bool addressIsLocal(const char* ip) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  inet_pton(AF_INET, ip, &a.sin_addr);
+  bool local = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return local;
+}
+
+}  // namespace
+
+std::unique_ptr<Partition> makePartition(std::string* why) {
+  *why = mwlab::netnsUnavailable();
+  if (!why->empty()) return nullptr;
+  if (addressIsLocal(kOuterAddr)) {
+    *why = std::string(kOuterAddr) + " is already configured here (another run?)";
+    return nullptr;
+  }
+  try {
+    auto p = std::make_unique<Partition>();
+    p->ns = p->lab.addNamespace();
+    p->link = p->lab.addVeth("", std::string(kOuterAddr) + "/24", p->ns, std::string(kInnerAddr) + "/24");
+    if (!p->lab.setUp(p->link, true)) {
+      *why = "the veth pair did not come up";
+      return nullptr;
+    }
+    return p;
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return nullptr;
+  }
+}
+
+Settings settingsFor(const Env& env, const std::string& url, const std::string& bind) {
+  Settings s = {{"redis_url", url}, {"namespace", env.mw_namespace}, {"bind_address", bind}};
+  s.insert(s.end(), env.heartbeat.begin(), env.heartbeat.end());
+  return s;
+}
+
+}  // namespace faults
+}  // namespace mwbench
