@@ -9,7 +9,9 @@ namespace mwlab {
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  // Less a hair, so that a rank that is a whole number in exact arithmetic
+  // (99.9% of 1000) is not pushed to the next one by rounding.
+  const auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size()) - 1e-9));
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
