@@ -16,11 +16,14 @@
 
 #include "bench/extra_suites.h"
 #include "bench/suite_common.h"
+#include "tools/lab/stats.h"
+#include "tools/lab/temp_dir.h"
 
 namespace mwbench {
 namespace {
 
 using namespace common;
+using mwlab::median;
 
 constexpr int kTimeoutMs = 120000;
 // Elements processed per timed round and side, so small sizes get many
@@ -163,7 +166,7 @@ int runAllreduceSuite(const BenchOptions& opt) {
   size_t expected = 0;
   bool ok = true;
   try {
-    TempDir dir;
+    mwlab::TempDir dir("mw-bench-");
     SuiteRedis redis(opt.redis_url, dir.path());
     const std::string& url = redis.url();
     std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());

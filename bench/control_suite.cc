@@ -40,11 +40,15 @@
 #include "core/store/redis_connection.h"
 #include "core/store/redis_url.h"
 #include "core/store/redis_values.h"
+#include "tools/lab/ports.h"
+#include "tools/lab/stats.h"
+#include "tools/lab/temp_dir.h"
 
 namespace mwbench {
 namespace {
 
 using namespace common;
+using mwlab::percentile;
 using Clock = std::chrono::steady_clock;
 
 // The library's defaults (core/config.h) and the watchdog's TTL refresh
@@ -298,8 +302,8 @@ int runControlSuite(const BenchOptions& opt) {
   const double seconds = opt.seconds > 0 ? opt.seconds : 5.0;
   try {
     raiseFdLimit();  // 1000 members hold 2000 connections; the private redis-server inherits it
-    TempDir dir;
-    const int port = freePort();
+    mwlab::TempDir dir("mw-bench-");
+    const int port = mwlab::freeLoopbackPort();
     PrivateRedis redis(dir.path(), {"--port", std::to_string(port), "--bind", "127.0.0.1", "--maxclients", "10000"});
     const std::string redis_url = "redis://127.0.0.1:" + std::to_string(port);
     const mw::RedisUrl url = mw::parseRedisUrl(redis_url);

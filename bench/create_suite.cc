@@ -27,11 +27,15 @@ using RawStore = gloo::rendezvous::RedisStore;
 #include "bench/extra_suites.h"
 #include "tools/lab/private_redis.h"
 #include "bench/suite_common.h"
+#include "tools/lab/ports.h"
+#include "tools/lab/stats.h"
+#include "tools/lab/temp_dir.h"
 
 namespace mwbench {
 namespace {
 
 using namespace common;
+using mwlab::percentile;
 
 constexpr int kTimeoutMs = 60000;
 constexpr int kConcurrentWorlds = 64;
@@ -211,9 +215,9 @@ int runCreateSuite(const BenchOptions& opt) {
   std::vector<Row> rows;
   bool ok = true;
   try {
-    TempDir dir;
+    mwlab::TempDir dir("mw-bench-");
     Setup su;
-    su.redis_port = freePort();
+    su.redis_port = mwlab::freeLoopbackPort();
     PrivateRedis redis(dir.path(), {"--port", std::to_string(su.redis_port), "--bind", "127.0.0.1"});
     su.redis_url = redis.url();
     su.run_id = "mwbench.create." + std::to_string(getpid());

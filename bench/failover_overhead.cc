@@ -8,6 +8,8 @@
 #include <multiworld/multiworld.h>
 
 #include "bench/suite_common.h"
+#include "tools/lab/shared.h"
+#include "tools/lab/stats.h"
 
 namespace mwbench {
 
@@ -127,7 +129,7 @@ std::string via(const uint64_t link_bytes[2]) {
 
 std::vector<OverheadRow> measureFailoverOverhead(const BenchOptions& opt, mwlab::Rails& rails,
                                                  const std::string& redis_url) {
-  Shared<OverheadBoard> board;
+  mwlab::Shared<OverheadBoard> board;
   std::unique_ptr<Child> members[2];
   for (int r = 0; r < 2; ++r) {
     members[r] = labMember(rails.ns(r), [&, r] { return member(r, opt, rails, redis_url, *board); });
@@ -143,7 +145,7 @@ std::vector<OverheadRow> measureFailoverOverhead(const BenchOptions& opt, mwlab:
     for (int m : {kOn, kOff}) {
       std::vector<double> v;
       for (std::size_t round = 0; round < opt.rounds && round < kMaxRounds; ++round) v.push_back(board->mbps[si][round][m]);
-      (m == kOn ? row.on_mbps : row.off_mbps) = common::median(v);
+      (m == kOn ? row.on_mbps : row.off_mbps) = mwlab::median(v);
       (m == kOn ? row.on_via : row.off_via) = via(board->link_bytes[si][m]);
     }
     std::vector<double> ratios;
@@ -151,7 +153,7 @@ std::vector<OverheadRow> measureFailoverOverhead(const BenchOptions& opt, mwlab:
       const double on = board->mbps[si][round][kOn], off = board->mbps[si][round][kOff];
       if (off > 0) ratios.push_back(on / off);
     }
-    row.ratio = ratios.empty() ? 0 : common::median(ratios);
+    row.ratio = ratios.empty() ? 0 : mwlab::median(ratios);
     rows.push_back(row);
   }
   return rows;

@@ -27,10 +27,14 @@
 #include "bench/suite_common.h"
 #include "tools/lab/checked_traffic.h"
 #include "tools/lab/netns.h"
+#include "tools/lab/shared.h"
+#include "tools/lab/stats.h"
+#include "tools/lab/temp_dir.h"
 
 namespace mwbench {
 
 using namespace common;
+using mwlab::percentile;
 
 namespace {
 
@@ -64,7 +68,7 @@ StallRow runStall(const std::string& kind, NetCut how, std::size_t cuts, const s
   row.how = how;
   const int n = kind == "p2p" ? 2 : 3;
   mwlab::Rails rails(n, 2);
-  Shared<StallBoard> b;
+  mwlab::Shared<StallBoard> b;
   std::vector<std::unique_ptr<Child>> members;
   const std::string world = "failover-" + kind + "-" + mwlab::netCutName(how);
   for (int r = 0; r < n; ++r) {
@@ -187,7 +191,7 @@ int runFailoverSuite(const BenchOptions& opt) {
   std::string drop_method;
   try {
     SignalGuard on_signal;  // a run ended by a signal still removes its namespaces
-    TempDir dir;
+    mwlab::TempDir dir("mw-bench-");
     PrivateRedis redis(dir.path());
     std::printf("# failover on %s: %s\n", machine.c_str(), opt.command.c_str());
     std::printf("# stall: %zu cuts per row of the link carrying paced checked traffic (%zu KiB messages, one per "

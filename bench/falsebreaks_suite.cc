@@ -17,6 +17,8 @@
 #include "bench/fault_processes.h"
 #include "bench/fault_traffic.h"
 #include "bench/suite_common.h"
+#include "tools/lab/shared.h"
+#include "tools/lab/temp_dir.h"
 
 namespace mwbench {
 namespace {
@@ -188,7 +190,7 @@ int brokenWorlds(Board& b) {
 void runRound(Load load, int round, const Settings& settings, mw_backend_t backend, pid_t redis_pid,
               std::chrono::milliseconds grace, LoadResult& res) {
   const std::string what = std::string(loadName(load)) + " round " + std::to_string(round + 1);
-  Shared<Board> b;
+  mwlab::Shared<Board> b;
   std::vector<std::unique_ptr<Child>> members;
   for (int m = 0; m < kMembers; ++m) {
     members.push_back(std::make_unique<Child>("member " + std::to_string(m), [&, m] {
@@ -284,7 +286,7 @@ int runFalseBreaksSuite(const BenchOptions& opt) {
   std::vector<LoadResult> results;
   SignalGuard signals;
   try {
-    common::TempDir dir;
+    mwlab::TempDir dir("mw-bench-");
     PrivateRedis redis(dir.path());
     Settings settings = {{"redis_url", redis.url()},
                          {"namespace", "mwbench-falsebreaks." + std::to_string(getpid())},

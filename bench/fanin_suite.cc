@@ -11,11 +11,14 @@
 #include "bench/extra_suites.h"
 #include "bench/fanin_process.h"
 #include "bench/suite_common.h"
+#include "tools/lab/stats.h"
+#include "tools/lab/temp_dir.h"
 
 namespace mwbench {
 namespace {
 
 using namespace common;
+using mwlab::median;
 using fanin::Impl;
 
 constexpr size_t kDefaultMessages = 1000;
@@ -75,7 +78,7 @@ int runFaninSuite(const BenchOptions& opt) {
   const std::string name = resultsName("fanin", opt);
   std::vector<Row> rows;
   try {
-    TempDir dir;
+    mwlab::TempDir dir("mw-bench-");
     SuiteRedis redis(opt.redis_url, dir.path());
     const std::string& url = redis.url();
     std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());

@@ -1,20 +1,16 @@
 // The process machinery of the suites that inflict faults (faults,
-// falsebreaks): forked processes that die with the run, shared memory made
-// before fork, waits that end the run on SIGINT/SIGTERM/SIGHUP, and the
-// error that fails a suite.
+// falsebreaks): forked processes that die with the run, waits that end the
+// run on SIGINT/SIGTERM/SIGHUP, and the error that fails a suite. Their
+// shared memory is the lab's (tools/lab/shared.h).
 #pragma once
 
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/types.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <initializer_list>
-#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -47,29 +43,6 @@ class SignalGuard {
  private:
   static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction old_[3];
-};
-
-// An anonymous shared mapping made before fork: how the parent and its
-// processes see each other's progress.
-template <typename T>
-class Shared {
- public:
-  Shared() {
-    void* p = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw SuiteError("mmap failed: " + std::string(std::strerror(errno)));
-    t_ = new (p) T();
-  }
-  ~Shared() {
-    t_->~T();
-    munmap(t_, sizeof(T));
-  }
-  Shared(const Shared&) = delete;
-  Shared& operator=(const Shared&) = delete;
-  T* operator->() { return t_; }
-  T& operator*() { return *t_; }
-
- private:
-  T* t_;
 };
 
 // A forked process running `body`, which exits with body's return value.

@@ -17,11 +17,14 @@
 #include "bench/extra_suites.h"
 #include "bench/raw_nccl.h"
 #include "bench/suite_common.h"
+#include "tools/lab/stats.h"
+#include "tools/lab/temp_dir.h"
 
 namespace mwbench {
 namespace {
 
 using namespace common;
+using mwlab::median;
 
 constexpr int kTimeoutMs = 120000;
 // Bytes moved per timed round and side by default, so that small sizes get
@@ -319,7 +322,7 @@ int runNcclSuite(const BenchOptions& opt) {
   std::string machine = machineName();
   std::vector<Row> rows;
   try {
-    TempDir dir;
+    mwlab::TempDir dir("mw-bench-");
     // Redis first: its server is forked before anything in this process
     // has touched CUDA.
     std::unique_ptr<SuiteRedis> redis;

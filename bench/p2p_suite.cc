@@ -2,6 +2,8 @@
 
 #include "tools/lab/private_redis.h"
 #include "bench/suite_common.h"
+#include "tools/lab/stats.h"
+#include "tools/lab/temp_dir.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -35,9 +37,8 @@ namespace {
 
 using common::jsonString;
 using common::machineName;
-using common::median;
 using common::sizesOf;
-using common::TempDir;
+using mwlab::median;
 
 // Seconds one round of one implementation should take at each size when the
 // iteration count is calibrated. With 5 rounds that is about 0.9 s per size
@@ -296,7 +297,7 @@ int runP2pSuite(const BenchOptions& opt) {
   Lanes lanes;
   bool ok = true;
   try {
-    TempDir dir;
+    mwlab::TempDir dir("mw-bench-");
     PeerSetup setup;
     setup.backend = common::backendOf(opt);
     setup.spin_us = opt.spin_us;

@@ -12,11 +12,14 @@
 
 #include "bench/extra_suites.h"
 #include "bench/suite_common.h"
+#include "tools/lab/stats.h"
+#include "tools/lab/temp_dir.h"
 
 namespace mwbench {
 namespace {
 
 using namespace common;
+using mwlab::median;
 
 constexpr int kTimeoutMs = 60000;
 constexpr size_t kMsgBytes = 64;
@@ -206,7 +209,7 @@ int runPollSuite(const BenchOptions& opt) {
   const std::string name = resultsName("poll", opt);
   std::vector<Row> rows;
   try {
-    TempDir dir;
+    mwlab::TempDir dir("mw-bench-");
     SuiteRedis redis(opt.redis_url, dir.path());
     const std::string& url = redis.url();
     std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());

@@ -1,18 +1,15 @@
 #include "bench/suite_common.h"
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -39,20 +36,6 @@ std::string machineName() {
   CPU_ZERO(&set);
   long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
   return host + " (nproc " + std::to_string(cpus) + ")";
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
 std::string jsonString(const std::string& s) {
@@ -93,19 +76,6 @@ double cpuSeconds() {
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-TempDir::TempDir() {
-  std::string base = std::filesystem::temp_directory_path().string() + "/mw-bench-XXXXXX";
-  std::vector<char> tmpl(base.begin(), base.end());
-  tmpl.push_back('\0');
-  if (!mkdtemp(tmpl.data())) throw Error("mkdtemp failed: " + std::string(std::strerror(errno)));
-  path_ = tmpl.data();
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
 }
 
 void writeRecord(int fd, const void* p, size_t n) {
@@ -337,23 +307,6 @@ JsonRow backendFields(const BenchOptions& opt, const char* raw) {
 
 std::string spinText(const BenchOptions& opt) {
   return opt.spin_us >= 0 ? std::to_string(opt.spin_us) : "default";
-}
-
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error("socket failed");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    throw Error("cannot find a free port");
-  }
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 int threadCount() {

@@ -1,5 +1,6 @@
 // Pieces shared by the allreduce, create, poll and fanin suites: worker
-// processes, a temp dir, statistics and JSON output.
+// processes and JSON output. Temp dirs, free ports and statistics are the
+// lab's (tools/lab/temp_dir.h, ports.h, stats.h).
 #pragma once
 
 #include <chrono>
@@ -35,27 +36,12 @@ class Error : public std::runtime_error {
 };
 
 std::string machineName();
-double median(std::vector<double> v);
-// Nearest-rank percentile, p in [0, 100].
-double percentile(std::vector<double> v, double p);
 std::string jsonString(const std::string& s);
 double nowSeconds();       // steady clock
 // opt.min_bytes, 4x that, ... up to opt.max_bytes: the sizes every
 // size-sweeping suite measures.
 std::vector<std::size_t> sizesOf(const BenchOptions& opt);
 double cpuSeconds();       // user + system of this process (getrusage)
-
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // Forks n workers (call before any multiworld context or Gloo object
 // exists in this process). Worker i runs fn(i, fd) and exits with its
@@ -81,8 +67,6 @@ std::string ucxTls();
 std::string spinText(const BenchOptions& opt);
 // This process's threads (/proc/self/task).
 int threadCount();
-// A loopback TCP port nothing listens on right now.
-int freePort();
 
 // A multiworld context for benchmarks on 127.0.0.1; spin_us < 0 leaves the
 // library's default.
