@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/lab/stats.h"
 #include "tools/multiworld/demo_protocol.h"
 #include "tools/multiworld/embedded_redis.h"
 #include "tools/multiworld/message_node.h"
@@ -29,6 +30,8 @@ namespace mwcli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// The bench's nearest-rank percentile, so the demo's p99 means the same.
+using mwlab::percentile;
 constexpr int kWindowPerReplica = 4;
 
 double msBetween(Clock::time_point a, Clock::time_point b) {
@@ -68,13 +71,6 @@ std::string joinIds(const std::vector<int>& ids) {
   std::string s;
   for (int k : ids) s += (s.empty() ? "" : ",") + std::to_string(k);
   return s;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 struct Replica {
@@ -249,7 +245,7 @@ void Leader::progress(double t) {
     if (r.killed) down += 2;
   }
   std::printf("t=%4.0fs  req/s=%4ld [%s ]  worlds up=%d broken=%d  p50=%.1fms p99=%.1fms\n", t, total, per.c_str(), up,
-              down, percentile(second_latencies_, 0.5), percentile(second_latencies_, 0.99));
+              down, percentile(second_latencies_, 50), percentile(second_latencies_, 99));
   std::fflush(stdout);
   second_latencies_.clear();
 }
@@ -362,7 +358,7 @@ int Leader::run() {
   }
   std::printf("%-10s %10ld\n", "total", completed);
   std::printf("latency    p50=%.1fms p99=%.1fms  wrong results=%ld  duplicate results=%ld\n",
-              percentile(latencies_, 0.5), percentile(latencies_, 0.99), bad_, duplicates_);
+              percentile(latencies_, 50), percentile(latencies_, 99), bad_, duplicates_);
   std::printf("demo: sent=%ld completed=%ld lost=%ld retried=%ld detect_ms=%.0f rejoin_ms=%.0f\n", sent, completed,
               lost, retried_, std::max(detect_ms_, -1.0), std::max(rejoin_ms_, -1.0));
   return (rc == 0 && lost == 0 && bad_ == 0) ? 0 : 1;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tools/lab/private_redis.h"
+#include "tools/lab/temp_dir.h"
 
 namespace mwcli {
 
@@ -19,7 +20,7 @@ class EmbeddedRedis {
   std::string url() const { return server_->url(); }
 
  private:
-  std::string dir_;
+  mwlab::TempDir dir_{"multiworld-redis-"};  // outlives the server in it
   std::unique_ptr<mwlab::PrivateRedis> server_;
 };
 
