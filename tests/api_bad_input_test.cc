@@ -26,6 +26,7 @@
 
 #include "tests/support/mw_test.h"
 #include "tests/support/redis_server.h"
+#include "tools/lab/temp_dir.h"
 
 namespace {
 
@@ -549,9 +550,8 @@ TEST_F(ConfigBadInput, DataAddresses) {
 // ---- contexts ----------------------------------------------------------------
 
 TEST(ContextBadInput, UnreachableRedisFailsQuicklyWithStore) {
-  char dir_tmpl[] = "/tmp/mw-badinput-XXXXXX";
-  ASSERT_NE(mkdtemp(dir_tmpl), nullptr);
-  const std::string missing_sock = std::string(dir_tmpl) + "/nobody.sock";
+  mwlab::TempDir dir("mw-badinput-");
+  const std::string missing_sock = dir.path() + "/nobody.sock";
   for (const std::string& url : {"unix://" + missing_sock, std::string("redis://127.0.0.1:1")}) {
     SCOPED_TRACE(url);
     mw_config_t* cfg = newConfig({{"redis_url", url}, {"store_timeout_ms", "1000"}});
@@ -564,7 +564,6 @@ TEST(ContextBadInput, UnreachableRedisFailsQuicklyWithStore) {
     if (ctx != sentinelContext()) mw_context_free(ctx);
     mw_config_free(cfg);
   }
-  rmdir(dir_tmpl);
 }
 
 TEST(ContextBadInput, StoppedRedisFailsWithStore) {

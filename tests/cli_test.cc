@@ -14,7 +14,8 @@
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
-#include "tests/support/shared_memory.h"
+#include "tools/lab/shared.h"
+#include "tools/lab/temp_dir.h"
 
 using namespace mwtest;
 using namespace std::chrono_literals;
@@ -68,9 +69,8 @@ TEST(Cli, BenchP2pOnUcxComparesRawUcxGlooAndSharedMemory) {
 #ifndef MW_CLI_HAVE_BENCH
   GTEST_SKIP() << "mw_bench is not built here (-DMW_BUILD_BENCH=OFF)";
 #endif
-  char dir[] = "/tmp/mw-cli-bench-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string json = std::string(dir) + "/p2p.json";
+  mwlab::TempDir dir("mw-cli-bench-");
+  const std::string json = dir.path() + "/p2p.json";
   std::string out;
   const std::string args = " bench p2p --backend ucx --iters 20 --rounds 1 --max-bytes 4096 --json " + json;
   const int rc = run("env -u MW_REDIS_URL -u UCX_TLS " + kCli + args, &out);
@@ -85,13 +85,11 @@ TEST(Cli, BenchP2pOnUcxComparesRawUcxGlooAndSharedMemory) {
   }
   EXPECT_EQ(doc.find("null"), std::string::npos) << "shared memory measured at every size: " << doc;
   EXPECT_EQ(std::count(doc.begin(), doc.end(), '{'), 1 + 4) << doc;  // the document and sizes 64, 256, 1K, 4K
-  std::string ignored;
-  run(std::string("rm -rf ") + dir, &ignored);
 }
 
 TEST(Cli, StatusShowsMembersAndMarksBrokenWorlds) {
   RedisServer redis;
-  Shared<Flags> flags;
+  mwlab::Shared<Flags> flags;
   Workers w;
   // Two processes share worlds "healthy" and "doomed"; a third is in
   // "doomed" only and gets killed, so "doomed" breaks.

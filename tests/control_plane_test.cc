@@ -14,9 +14,9 @@
 #include "tests/support/process.h"
 #include "tests/support/redis_pinger.h"
 #include "tests/support/redis_server.h"
-#include "tests/support/shared_memory.h"
 #include "tests/support/traffic.h"
 #include "tools/lab/redis_client.h"
+#include "tools/lab/shared.h"
 
 using namespace mwtest;
 using namespace mwlab;

@@ -21,9 +21,9 @@
 
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
-#include "tests/support/shared_memory.h"
 #include "tools/lab/checked_traffic.h"
 #include "tools/lab/netns.h"
+#include "tools/lab/shared.h"
 
 using namespace mwtest;
 using namespace std::chrono_literals;
@@ -256,7 +256,7 @@ int tcpSource(TcpBoard& b, const std::string& to) {
 TEST(FailoverLab, CutsStopTcpAndCountersShowTheLinkUsed) {
   SKIP_WITHOUT_NETNS();
   Lab lab(2, 2);
-  Shared<TcpBoard> b;
+  mwlab::Shared<TcpBoard> b;
   Workers w;
   w.add([&] { return NetLab::enter(lab.ns(1)) ? tcpSink(*b) : 4; });
   ASSERT_TRUE(eventually([&] { return b->listening.load() == 1; }, 10s));
@@ -293,7 +293,7 @@ TEST_P(FailoverP2p, CutLinkCostsNoMessageAndNoBreak) {
   const Cut how = GetParam();
   Lab lab(2, 2);
   RedisServer redis;
-  Shared<Board> b;
+  mwlab::Shared<Board> b;
   Workers w;
   for (int r = 0; r < 2; ++r) {
     w.add([&, r] {
@@ -325,7 +325,7 @@ TEST_P(FailoverAllreduce, CutLinkCostsNoIterationAndNoBreak) {
   const Cut how = GetParam();
   Lab lab(3, 2);
   RedisServer redis;
-  Shared<Board> b;
+  mwlab::Shared<Board> b;
   Workers w;
   for (int r = 0; r < 3; ++r) {
     w.add([&, r] {
@@ -379,7 +379,7 @@ TEST(Failover, EveryLinkCutBreaksTheWorldAndNothingElse) {
   SKIP_WITHOUT_NETNS();
   Lab lab(2, 3);  // links 0 and 1 for the world under test, 2 for the other
   RedisServer redis;
-  Shared<Board> b;
+  mwlab::Shared<Board> b;
   Workers w;
   ASSERT_NO_FATAL_FAILURE(startTwoWorlds(w, lab, redis.url(), *b, kHeartbeatTimeoutMs));
   // Each world on its own links: fo on link 0, side on link 2 only.
@@ -438,7 +438,7 @@ TEST(Failover, KilledMemberBreaksItsWorldsAtOnceWithoutPathFaults) {
   constexpr int kAtOnceMs = 2000;
   Lab lab(2, 3);
   RedisServer redis;
-  Shared<Board> b;
+  mwlab::Shared<Board> b;
   Workers w;
   ASSERT_NO_FATAL_FAILURE(startTwoWorlds(w, lab, redis.url(), *b, kSlowHeartbeatMs));
   uint64_t l0 = lab.bytes(0, 0);

@@ -13,8 +13,8 @@
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
-#include "tests/support/shared_memory.h"
 #include "tests/support/traffic.h"
+#include "tools/lab/shared.h"
 
 using namespace mwtest;
 using namespace std::chrono_literals;
@@ -90,7 +90,7 @@ class Triangle : public ::testing::Test {
   }
 
   RedisServer redis_;
-  Shared<Board> board_;
+  mwlab::Shared<Board> board_;
   Workers workers_;
   pid_t pids_[3] = {-1, -1, -1};
 };

@@ -33,7 +33,7 @@
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
-#include "tests/support/shared_memory.h"
+#include "tools/lab/shared.h"
 
 namespace {
 
@@ -53,7 +53,7 @@ struct Probe {
 
 // Asks a worker, so that this process never initialises CUDA.
 Probe probeInWorker() {
-  mwtest::Shared<Probe> shared;
+  mwlab::Shared<Probe> shared;
   pid_t pid = mwtest::spawn([&] {
     shared->available = mw_backend_available(MW_BACKEND_NCCL);
     if (!shared->available) {
@@ -511,7 +511,7 @@ struct KillStage {
 TEST(NcclGpu, KilledPeerBreaksOnlyTheSharedWorld) {
   SKIP_WITHOUT_TWO_RANKS();
   mwtest::RedisServer redis;
-  mwtest::Shared<KillStage> stage;
+  mwlab::Shared<KillStage> stage;
   mwtest::Workers workers;
   for (int rank = 0; rank < 2; ++rank) {
     workers.add([&, rank] {

@@ -12,8 +12,8 @@
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
-#include "tests/support/shared_memory.h"
 #include "tools/lab/redis_client.h"
+#include "tools/lab/shared.h"
 
 using namespace mwtest;
 using namespace mwlab;

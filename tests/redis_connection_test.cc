@@ -15,12 +15,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
+#include "tools/lab/temp_dir.h"
 
 extern char** environ;
 
@@ -123,20 +123,12 @@ class RedisServer {
 class RedisConnectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/mw-redis-test-XXXXXX";
-    char* d = mkdtemp(tmpl);
-    ASSERT_NE(d, nullptr) << strerror(errno);
-    dir_ = d;
     std::string why;
     ASSERT_TRUE(server_.start(dir_, "r.sock", {}, &why)) << why;
   }
 
   void TearDown() override {
     server_.stop();
-    if (!dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir_, ec);
-    }
   }
 
   std::unique_ptr<RedisConnection> connect(const std::string& url,
@@ -144,7 +136,8 @@ class RedisConnectionTest : public ::testing::Test {
     return RedisConnection::connect(parseRedisUrl(url), t);
   }
 
-  std::string dir_;
+  mwlab::TempDir tmp_{"mw-redis-test-"};
+  const std::string dir_ = tmp_.path();
   RedisServer server_;
 };
 

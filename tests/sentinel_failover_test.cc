@@ -15,11 +15,11 @@
 
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
-#include "tests/support/shared_memory.h"
 #include "tests/support/traffic.h"
 #include "tools/lab/redis_client.h"
 #include "tools/lab/ports.h"
 #include "tools/lab/sentinel_group.h"
+#include "tools/lab/shared.h"
 
 using namespace mwtest;
 using namespace mwlab;

@@ -6,8 +6,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -15,11 +13,8 @@
 
 namespace mwtest {
 
-RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_(std::move(extra_args)) {
-  char tmpl[] = "/tmp/mwtest-redis-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  dir_ = tmpl;
-  socket_ = dir_ + "/redis.sock";
+RedisServer::RedisServer(std::vector<std::string> extra_args)
+    : socket_(dir_.path() + "/redis.sock"), extra_(std::move(extra_args)) {
   start();
 }
 
@@ -28,14 +23,12 @@ RedisServer::~RedisServer() {
     kill(pid_, SIGCONT);
     stop();
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
 }
 
 void RedisServer::start() {
   std::vector<std::string> args = {"redis-server", "--port", "0", "--unixsocket", socket_,
                                    "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
-                                   "--dir", dir_, "--logfile", dir_ + "/redis.log"};
+                                   "--dir", dir_.path(), "--logfile", dir_.path() + "/redis.log"};
   args.insert(args.end(), extra_.begin(), extra_.end());
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/lab/temp_dir.h"
+
 namespace mwtest {
 
 class RedisServer {
@@ -25,7 +27,7 @@ class RedisServer {
   void resume(); // SIGCONT
 
  private:
-  std::string dir_;
+  mwlab::TempDir dir_{"mwtest-redis-"};
   std::string socket_;
   std::vector<std::string> extra_;
   pid_t pid_ = -1;
