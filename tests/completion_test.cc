@@ -9,7 +9,6 @@
 // forked workers.
 #include <gtest/gtest.h>
 #include <multiworld/multiworld.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -19,16 +18,16 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
-#include <new>
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/support/member.h"
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
+#include "tools/lab/shared.h"
 
 namespace {
 
@@ -43,9 +42,6 @@ constexpr auto kGroupTimeout = 120s;
 // a spinning wait would burn ~500 ms. (Also holds under ThreadSanitizer.)
 constexpr long kIdleCpuLimitMs = 50;
 
-const std::vector<std::pair<std::string, std::string>> kSettings = {
-    {"heartbeat_timeout_ms", "30000"}, {"store_timeout_ms", "10000"}};
-
 long cpuMs() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -56,19 +52,11 @@ long msSince(Clock::time_point t) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
 }
 
-// Flags shared between the forked workers of one test (mapped before forking).
-struct SharedFlags {
-  SharedFlags() {
-    void* p = mmap(nullptr, sizeof(Flags), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
-    f = new (p) Flags();
-  }
-  ~SharedFlags() { munmap(f, sizeof(Flags)); }
-  struct Flags {
-    std::atomic<int> v[8];
-  };
-  std::atomic<int>& operator[](int i) { return f->v[i]; }
-  Flags* f;
+// Flags shared between the forked workers of one test (in a mwlab::Shared,
+// mapped before forking).
+struct Flags {
+  std::atomic<int> v[8];
+  std::atomic<int>& operator[](int i) { return v[i]; }
 };
 
 // Sleeps (never spins) until `flag` reaches `want`; false after `timeout`.
@@ -83,34 +71,6 @@ bool awaitFlag(std::atomic<int>& flag, int want, std::chrono::milliseconds timeo
   }
   return true;
 }
-
-// A context with one world; destroyed with it.
-struct Member {
-  mw_context_t* ctx = nullptr;
-  mw_world_t* world = nullptr;
-
-  bool join(const std::string& url, const char* name, int rank, int size) {
-    ctx = mwtest::newContext(url, kSettings);
-    if (!ctx) return false;
-    return create(name, rank, size, &world);
-  }
-  bool create(const char* name, int rank, int size, mw_world_t** out) {
-    mw_status_t s = mw_world_create(ctx, name, rank, size, mwtest::hostBackend(), 0, 30000, out);
-    if (s != MW_OK) {
-      std::fprintf(stderr, "rank %d: mw_world_create(%s) -> %s (%s)\n", rank, name, mw_status_string(s),
-                   mw_last_error());
-      return false;
-    }
-    return true;
-  }
-  ~Member() {
-    if (world) {
-      mw_status_t s = mw_world_destroy(world);
-      if (s != MW_OK) std::fprintf(stderr, "mw_world_destroy -> %s (%s)\n", mw_status_string(s), mw_last_error());
-    }
-    mw_context_free(ctx);
-  }
-};
 
 int32_t payload(int tag, int src, size_t i) {
   return static_cast<int32_t>((static_cast<uint32_t>(tag) * 2654435761u) ^ (static_cast<uint32_t>(src) << 20) ^
@@ -153,7 +113,7 @@ int pollNothingFor(mw_context_t* ctx, std::chrono::milliseconds window, const ch
 // issued before any is collected, drained only through mw_poll with varying
 // max and timeouts.
 int exactlyOnceWorker(const std::string& url, int rank) {
-  Member m;
+  mwtest::Member m;
   MWT_REQUIRE(m.join(url, "exactly-once", rank, 2));
   constexpr int kOps = 300;
   struct Item {
@@ -281,8 +241,8 @@ int exactlyOnceWorker(const std::string& url, int rank) {
 // Requests whose status the program saw through mw_test or mw_wait are not
 // delivered by mw_poll, both when they were already queued for delivery and
 // when they completed while the program waited.
-int reportedWorker(const std::string& url, int rank, SharedFlags& flags) {
-  Member m;
+int reportedWorker(const std::string& url, int rank, Flags& flags) {
+  mwtest::Member m;
   MWT_REQUIRE(m.join(url, "reported", rank, 2));
   constexpr int kOps = 60;
   struct Item {
@@ -403,8 +363,8 @@ int reportedWorker(const std::string& url, int rank, SharedFlags& flags) {
 // A freed request's completion is never delivered: neither one freed while
 // pending (it completes later), nor one freed after it completed but before
 // mw_poll picked it up. A later request is delivered as usual.
-int freedWorker(const std::string& url, int rank, SharedFlags& flags) {
-  Member m;
+int freedWorker(const std::string& url, int rank, Flags& flags) {
+  mwtest::Member m;
   MWT_REQUIRE(m.join(url, "freed", rank, 2));
   int32_t in[3] = {0, 0, 0};
   const int32_t out[3] = {7, 8, 9};
@@ -474,7 +434,7 @@ int freedWorker(const std::string& url, int rank, SharedFlags& flags) {
 // mw_poll with a timeout and nothing pending sleeps; mw_poll(-1) wakes for a
 // completion issued from another thread.
 int pollSleepsWorker(const std::string& url) {
-  Member m;
+  mwtest::Member m;
   MWT_REQUIRE(m.join(url, "poll-sleeps", 0, 1));
   std::this_thread::sleep_for(200ms);  // let start-up work settle
   mw_completion_t c[4];
@@ -564,8 +524,8 @@ int pollSleepsWorker(const std::string& url) {
 // mw_wait(req, 500) on a recv the peer does not satisfy: MW_ERR_TIMEOUT
 // after ~500 ms without spinning, the request still valid and running; the
 // peer's later send completes it.
-int waitTimeoutWorker(const std::string& url, int rank, SharedFlags& flags) {
-  Member m;
+int waitTimeoutWorker(const std::string& url, int rank, Flags& flags) {
+  mwtest::Member m;
   MWT_REQUIRE(m.join(url, "wait-timeout", rank, 2));
   if (rank == 0) {
     int32_t box[3] = {0, 0, 0};
@@ -610,7 +570,7 @@ int waitTimeoutWorker(const std::string& url, int rank, SharedFlags& flags) {
 // recv that rank 1 satisfies only after 3 s; meanwhile 200 round trips on
 // world B, collected with mw_poll, finish long before.
 int slowWorldWorker(const std::string& url, int rank) {
-  Member m;
+  mwtest::Member m;
   MWT_REQUIRE(m.join(url, "slow-a", rank, 2));
   mw_world_t* b = nullptr;
   MWT_REQUIRE(m.create("fast-b", rank, 2, &b));
@@ -722,7 +682,7 @@ int slowWorldWorker(const std::string& url, int rank) {
 }
 
 int nextEventTimeoutWorker(const std::string& url) {
-  Member m;
+  mwtest::Member m;
   MWT_REQUIRE(m.join(url, "quiet", 0, 1));
   mw_event_t ev;
   auto t0 = Clock::now();
@@ -740,7 +700,7 @@ int nextEventTimeoutWorker(const std::string& url) {
 }
 
 int userDataWorker(const std::string& url) {
-  Member m;
+  mwtest::Member m;
   MWT_REQUIRE(m.join(url, "userdata", 0, 1));
   int32_t in = 0, out = 99;
   mw_request_t *r = nullptr, *s = nullptr;
@@ -829,15 +789,15 @@ TEST(Completion, PollDeliversEachCompletionExactlyOnce) {
 
 TEST(Completion, StatusSeenByTestOrWaitIsNotPolled) {
   mwtest::RedisServer redis;
-  SharedFlags flags;
+  mwlab::Shared<Flags> flags;
   EXPECT_TRUE(
-      mwtest::runRanks(2, [&](int rank) { return reportedWorker(redis.url(), rank, flags); }, kGroupTimeout));
+      mwtest::runRanks(2, [&](int rank) { return reportedWorker(redis.url(), rank, *flags); }, kGroupTimeout));
 }
 
 TEST(Completion, FreedRequestIsNeverPolled) {
   mwtest::RedisServer redis;
-  SharedFlags flags;
-  EXPECT_TRUE(mwtest::runRanks(2, [&](int rank) { return freedWorker(redis.url(), rank, flags); }, kGroupTimeout));
+  mwlab::Shared<Flags> flags;
+  EXPECT_TRUE(mwtest::runRanks(2, [&](int rank) { return freedWorker(redis.url(), rank, *flags); }, kGroupTimeout));
 }
 
 TEST(Completion, PollSleepsWithoutSpinningAndWakesForAnotherThread) {
@@ -847,9 +807,9 @@ TEST(Completion, PollSleepsWithoutSpinningAndWakesForAnotherThread) {
 
 TEST(Completion, WaitTimeoutLeavesRequestValidWithoutSpinning) {
   mwtest::RedisServer redis;
-  SharedFlags flags;
+  mwlab::Shared<Flags> flags;
   EXPECT_TRUE(
-      mwtest::runRanks(2, [&](int rank) { return waitTimeoutWorker(redis.url(), rank, flags); }, kGroupTimeout));
+      mwtest::runRanks(2, [&](int rank) { return waitTimeoutWorker(redis.url(), rank, *flags); }, kGroupTimeout));
 }
 
 TEST(Completion, SlowWorldDoesNotDelayAnother) {

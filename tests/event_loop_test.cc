@@ -7,51 +7,36 @@
 #include <gtest/gtest.h>
 #include <multiworld/multiworld.h>
 #include <poll.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstring>
-#include <new>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/support/member.h"
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
+#include "tools/lab/shared.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-const std::vector<std::pair<std::string, std::string>> kSettings = {
-    {"heartbeat_timeout_ms", "30000"}, {"store_timeout_ms", "10000"}};
-
 long msSince(Clock::time_point t) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
 }
 
-// Flags shared by the forked workers of one test (mapped before forking).
-class SharedFlags {
- public:
-  SharedFlags() {
-    void* p = mmap(nullptr, sizeof(Flags), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
-    f_ = new (p) Flags();
-  }
-  ~SharedFlags() { munmap(f_, sizeof(Flags)); }
-  std::atomic<int>& operator[](int i) { return f_->v[i]; }
-
- private:
-  struct Flags {
-    std::atomic<int> v[4];
-  };
-  Flags* f_;
+// Flags the forked workers of one test share (in a mwlab::Shared, mapped
+// before forking).
+struct Flags {
+  std::atomic<int> v[4];
+  std::atomic<int>& operator[](int i) { return v[i]; }
 };
 
 bool awaitFlag(std::atomic<int>& flag, int want, std::chrono::milliseconds timeout = 30s) {
@@ -70,22 +55,6 @@ int readable(int fd, int timeout_ms) {
   if (n < 0) return -1;
   return n > 0 && (p.revents & POLLIN) ? 1 : 0;
 }
-
-struct Member {
-  mw_context_t* ctx = nullptr;
-  mw_world_t* world = nullptr;
-  bool join(const std::string& url, const char* name, int rank, int size) {
-    ctx = mwtest::newContext(url, kSettings);
-    if (!ctx) return false;
-    mw_status_t s = mw_world_create(ctx, name, rank, size, mwtest::hostBackend(), 0, 30000, &world);
-    if (s != MW_OK) std::fprintf(stderr, "rank %d: create %s: %s\n", rank, name, mw_last_error());
-    return s == MW_OK;
-  }
-  ~Member() {
-    if (world) mw_world_destroy(world);
-    mw_context_free(ctx);
-  }
-};
 
 mw_op_t op(mw_op_kind_t kind, const void* send, void* recv, size_t count, mw_dtype_t dt, int peer,
            uint64_t user_data) {
@@ -106,9 +75,10 @@ mw_op_t op(mw_op_kind_t kind, const void* send, void* recv, size_t count, mw_dty
 TEST(ContextFd, ReadableExactlyWhileSomethingIsQueued) {
   mwtest::RedisServer redis;
   const std::string url = redis.url();
-  SharedFlags flags;  // [0]: rank 0 wants message n; [1]: rank 0 is done with the world
+  mwlab::Shared<Flags> shared;
+  Flags& flags = *shared;  // [0]: rank 0 wants message n; [1]: rank 0 is done with the world
   ASSERT_TRUE(mwtest::runRanks(2, [&](int rank) -> int {
-    Member m;
+    mwtest::Member m;
     MWT_REQUIRE(m.join(url, "fd", rank, 2));
     int32_t value = 7;
     if (rank == 1) {
@@ -167,7 +137,7 @@ TEST(ContextWake, InterruptsBlockedCallsAndIsKeptWhenNoneIsBlocked) {
   mwtest::RedisServer redis;
   const std::string url = redis.url();
   ASSERT_TRUE(mwtest::runRanks(1, [&](int) -> int {
-    Member m;
+    mwtest::Member m;
     MWT_REQUIRE(m.join(url, "wake", 0, 1));
 
     // Blocked calls, forever, on other threads: each returns at the wake.
@@ -222,7 +192,7 @@ TEST(Submit, UserDataIsSetBeforeAnyThreadCanPollTheCompletion) {
   mwtest::RedisServer redis;
   const std::string url = redis.url();
   ASSERT_TRUE(mwtest::runRanks(2, [&](int rank) -> int {
-    Member m;
+    mwtest::Member m;
     MWT_REQUIRE(m.join(url, "submit", rank, 2));
     constexpr int kOps = 2000;
     std::vector<int32_t> values(kOps);
@@ -271,7 +241,7 @@ TEST(Submit, DescriptorSizeAndKindAreChecked) {
   mwtest::RedisServer redis;
   const std::string url = redis.url();
   ASSERT_TRUE(mwtest::runRanks(1, [&](int) -> int {
-    Member m;
+    mwtest::Member m;
     MWT_REQUIRE(m.join(url, "submit-size", 0, 1));
     int32_t x = 1, y = 0;
     mw_request_t* r = reinterpret_cast<mw_request_t*>(1);
@@ -316,9 +286,10 @@ TEST(Cancel, FinishedIsUntouchedPendingIsTakenBackOrBreaksTheWorld) {
   mwtest::RedisServer redis;
   const std::string url = redis.url();
   const bool takes_back = mwtest::hostBackend() == MW_BACKEND_UCX;
-  SharedFlags flags;  // [0]: rank 0 cancelled
+  mwlab::Shared<Flags> shared;
+  Flags& flags = *shared;  // [0]: rank 0 cancelled
   ASSERT_TRUE(mwtest::runRanks(2, [&](int rank) -> int {
-    Member m;
+    mwtest::Member m;
     MWT_REQUIRE(m.join(url, "cancel", rank, 2));
     int32_t v = 5, got = 0;
     mw_request_t* r = nullptr;

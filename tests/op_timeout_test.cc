@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/member.h"
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
@@ -25,23 +26,13 @@ long msSince(Clock::time_point t) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
 }
 
-struct Member {
-  mw_context_t* ctx = nullptr;
-  mw_world_t* world = nullptr;
-  bool join(const std::string& url, const char* name, int rank) {
-    ctx = mwtest::newContext(url, {{"op_timeout_ms", std::to_string(kTimeoutMs)},
-                                   {"heartbeat_timeout_ms", "30000"},
-                                   {"store_timeout_ms", "10000"}});
-    if (!ctx) return false;
-    mw_status_t s = mw_world_create(ctx, name, rank, 2, mwtest::hostBackend(), 0, 30000, &world);
-    if (s != MW_OK) std::fprintf(stderr, "rank %d: create %s: %s\n", rank, name, mw_last_error());
-    return s == MW_OK;
-  }
-  ~Member() {
-    if (world) mw_world_destroy(world);
-    mw_context_free(ctx);
-  }
-};
+// Settings under which an operation that runs past kTimeoutMs breaks its
+// world.
+mwtest::Settings timeoutSettings() {
+  mwtest::Settings s = mwtest::kPatientSettings;
+  s.push_back({"op_timeout_ms", std::to_string(kTimeoutMs)});
+  return s;
+}
 
 // Waits for the world's break event (up to 10 s): the time it took.
 long awaitBreak(mw_context_t* ctx, Clock::time_point since) {
@@ -54,8 +45,8 @@ TEST(OpTimeout, ReceiveThatNeverMatchesBreaksTheWorldOnEveryMember) {
   mwtest::RedisServer redis;
   const std::string url = redis.url();
   ASSERT_TRUE(mwtest::runRanks(2, [&](int rank) -> int {
-    Member m;
-    MWT_REQUIRE(m.join(url, "late", rank));
+    mwtest::Member m(timeoutSettings());
+    MWT_REQUIRE(m.join(url, "late", rank, 2));
     // In time: untouched.
     int32_t x = rank, sum = -1;
     mw_request_t* r = nullptr;
@@ -84,8 +75,8 @@ TEST(OpTimeout, MembersThatDisagreeOnACollectiveBreakAtTheTimeout) {
   mwtest::RedisServer redis;
   const std::string url = redis.url();
   ASSERT_TRUE(mwtest::runRanks(2, [&](int rank) -> int {
-    Member m;
-    MWT_REQUIRE(m.join(url, "disagree", rank));
+    mwtest::Member m(timeoutSettings());
+    MWT_REQUIRE(m.join(url, "disagree", rank, 2));
     int32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8] = {0};
     mw_request_t* r = nullptr;
     const auto t0 = Clock::now();

@@ -4,7 +4,6 @@
 // checked element by element against values computed here independently.
 #include <gtest/gtest.h>
 #include <multiworld/multiworld.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,9 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/member.h"
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
+#include "tools/lab/shared.h"
 
 namespace {
 
@@ -37,11 +38,7 @@ constexpr size_t kCounts[] = {0, 1, 37, 1000};
 constexpr size_t kLargeCount = size_t{1} << 16;
 constexpr int kWaitMs = 120000;
 constexpr auto kGroupTimeout = 280s;
-
-// Generous liveness settings: the machine is small and the sanitizer builds
-// are slow, and these tests are about results, not failure detection.
-const std::vector<std::pair<std::string, std::string>> kSettings = {
-    {"heartbeat_timeout_ms", "30000"}, {"store_timeout_ms", "10000"}};
+constexpr int kCreateTimeoutMs = 60000;  // how long a world waits for its members
 
 // ------------------------------------------------------------ dtype helpers
 
@@ -653,49 +650,12 @@ class Runner {
   std::vector<std::unique_ptr<Case>> cases_;
 };
 
-// A world of `size` members on a fresh context; NULLs on failure.
-struct Member {
-  mw_context_t* ctx = nullptr;
-  mw_world_t* world = nullptr;
-
-  bool join(const std::string& url, const char* name, int rank, int size) {
-    ctx = mwtest::newContext(url, kSettings);
-    if (!ctx) return false;
-    mw_status_t s = mw_world_create(ctx, name, rank, size, mwtest::hostBackend(), 0, 60000, &world);
-    if (s != MW_OK) {
-      std::fprintf(stderr, "rank %d: mw_world_create(%s) -> %s (%s)\n", rank, name, mw_status_string(s),
-                   mw_last_error());
-      return false;
-    }
-    return true;
-  }
-
-  ~Member() {
-    if (world) {
-      mw_status_t s = mw_world_destroy(world);
-      if (s != MW_OK) std::fprintf(stderr, "mw_world_destroy -> %s (%s)\n", mw_status_string(s), mw_last_error());
-    }
-    mw_context_free(ctx);
-  }
-};
-
-// Shared between the forked workers of one group (mapped before forking).
-struct SharedCounter {
-  SharedCounter() {
-    void* p = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
-    counter = new (p) std::atomic<int>(0);
-  }
-  ~SharedCounter() { munmap(counter, sizeof(std::atomic<int>)); }
-  std::atomic<int>* counter;
-};
-
 // ------------------------------------------------------------ workers
 
 // Every collective x dtype x op x count x root x in-place, plus p2p between
 // every pair, on one world.
 int collectivesWorker(const std::string& url, int rank, int size, std::atomic<int>* arrived) {
-  Member m;
+  mwtest::Member m(mwtest::kPatientSettings, kCreateTimeoutMs);
   MWT_REQUIRE(m.join(url, "ops", rank, size));
   MWT_REQUIRE(mw_world_rank(m.world) == rank);
   MWT_REQUIRE(mw_world_size(m.world) == size);
@@ -789,7 +749,7 @@ Msg fifoMessage(int k) {
 
 int fifoWorker(const std::string& url, int rank) {
   constexpr int kMessages = 200;
-  Member m;
+  mwtest::Member m(mwtest::kPatientSettings, kCreateTimeoutMs);
   MWT_REQUIRE(m.join(url, "fifo", rank, 2));
   int failures = 0, printed = 0;
   std::vector<Msg> msgs;
@@ -839,7 +799,7 @@ int allreduceStillWorks(mw_world_t* w, int rank, int size) {
 }
 
 int selfWorker(const std::string& url, int rank) {
-  Member m;
+  mwtest::Member m(mwtest::kPatientSettings, kCreateTimeoutMs);
   MWT_REQUIRE(m.join(url, "self", rank, 2));
   int printed = 0;
   auto msg = [&](uint64_t tag, size_t n) {
@@ -932,7 +892,7 @@ int selfWorker(const std::string& url, int rank) {
 // Count 0 sent to self, in either issue order, with NULL buffers (which
 // the header allows for count 0) or real ones.
 int selfZeroWorker(const std::string& url, int rank, bool send_first, bool null_buffers) {
-  Member m;
+  mwtest::Member m(mwtest::kPatientSettings, kCreateTimeoutMs);
   MWT_REQUIRE(m.join(url, "selfzero", rank, 2));
   float out[1] = {1.0f}, in[1] = {2.0f};
   void* sbuf = null_buffers ? nullptr : out;
@@ -963,7 +923,7 @@ bool namesBothSizes(const char* msg, size_t mine_elems, size_t theirs_elems, siz
 // MW_ERR_INVALID_ARGUMENT naming both sizes, the sender MW_OK; the world
 // still works.
 int mismatchWorker(const std::string& url, int rank, size_t send_n, size_t recv_n) {
-  Member m;
+  mwtest::Member m(mwtest::kPatientSettings, kCreateTimeoutMs);
   MWT_REQUIRE(m.join(url, "mismatch", rank, 2));
   int printed = 0;
   Bytes out = fill(MW_INT32, send_n, [&](size_t i) { return gen(MW_INT32, 0, i, 77); });
@@ -1015,7 +975,7 @@ int mismatchWorker(const std::string& url, int rank, size_t send_n, size_t recv_
 // A batch collected only through mw_poll: each request exactly once, with
 // its user_data and world.
 int pollWorker(const std::string& url, int rank, int size) {
-  Member m;
+  mwtest::Member m(mwtest::kPatientSettings, kCreateTimeoutMs);
   MWT_REQUIRE(m.join(url, "poll", rank, size));
   constexpr int kOpsInBatch = 40;
   int printed = 0;
@@ -1205,32 +1165,32 @@ TEST(OpsHelpers, ExpectedReductions) {
 
 TEST(Ops, EveryCollectiveDtypeAndOpOnTwoRanks) {
   mwtest::RedisServer redis;
-  SharedCounter arrived;
+  mwlab::Shared<std::atomic<int>> arrived;
   EXPECT_TRUE(mwtest::runRanks(
-      2, [&](int rank) { return collectivesWorker(redis.url(), rank, 2, arrived.counter); }, kGroupTimeout));
+      2, [&](int rank) { return collectivesWorker(redis.url(), rank, 2, arrived.get()); }, kGroupTimeout));
 }
 
 TEST(Ops, EveryCollectiveDtypeAndOpOnFourRanks) {
   mwtest::RedisServer redis;
-  SharedCounter arrived;
+  mwlab::Shared<std::atomic<int>> arrived;
   EXPECT_TRUE(mwtest::runRanks(
-      4, [&](int rank) { return collectivesWorker(redis.url(), rank, 4, arrived.counter); }, kGroupTimeout));
+      4, [&](int rank) { return collectivesWorker(redis.url(), rank, 4, arrived.get()); }, kGroupTimeout));
 }
 
 // Three and five: no power of two, so every tree is uneven and allreduce
 // takes its reduce-then-broadcast and ring paths.
 TEST(Ops, EveryCollectiveDtypeAndOpOnThreeRanks) {
   mwtest::RedisServer redis;
-  SharedCounter arrived;
+  mwlab::Shared<std::atomic<int>> arrived;
   EXPECT_TRUE(mwtest::runRanks(
-      3, [&](int rank) { return collectivesWorker(redis.url(), rank, 3, arrived.counter); }, kGroupTimeout));
+      3, [&](int rank) { return collectivesWorker(redis.url(), rank, 3, arrived.get()); }, kGroupTimeout));
 }
 
 TEST(Ops, EveryCollectiveDtypeAndOpOnFiveRanks) {
   mwtest::RedisServer redis;
-  SharedCounter arrived;
+  mwlab::Shared<std::atomic<int>> arrived;
   EXPECT_TRUE(mwtest::runRanks(
-      5, [&](int rank) { return collectivesWorker(redis.url(), rank, 5, arrived.counter); }, kGroupTimeout));
+      5, [&](int rank) { return collectivesWorker(redis.url(), rank, 5, arrived.get()); }, kGroupTimeout));
 }
 
 TEST(Ops, PointToPointIsFifo) {
