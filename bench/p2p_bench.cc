@@ -10,6 +10,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "bench/p2p_state.h"
+#include "tools/lab/stats.h"
 
 namespace mwbench {
 namespace p2p {
@@ -66,12 +67,7 @@ void RoundTrips::done(uint64_t j) {
   last_ = t;
 }
 
-double RoundTrips::medianTotal() {
-  if (laps_.empty()) return 0;
-  auto mid = laps_.begin() + static_cast<std::ptrdiff_t>(laps_.size() / 2);
-  std::nth_element(laps_.begin(), mid, laps_.end());
-  return *mid * static_cast<double>(laps_.size());
-}
+double RoundTrips::medianTotal() { return mwlab::median(laps_) * static_cast<double>(laps_.size()); }
 
 Buffer::Buffer(size_t n) {
   size_t rounded = std::max<size_t>(4096, (n + 4095) / 4096 * 4096);
