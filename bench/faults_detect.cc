@@ -69,10 +69,8 @@ int survivorMain(Fault kind, int first_trial, mw_backend_t backend, const Settin
       b.surv.reset();
       current = name;
     }
-    mw_world_t* w = nullptr;
-    mw_status_t s = mw_world_create(ctx, name.c_str(), 0, 2, backend, 0, kCreateTimeoutMs, &w);
-    if (s != MW_OK) {
-      std::fprintf(stderr, "mw_bench faults: survivor: mw_world_create %s: %s\n", name.c_str(), mw_last_error());
+    mw_world_t* w = joinPairWorld(ctx, name, 0, backend, "survivor");
+    if (!w) {
       rc = 1;
       break;
     }
@@ -123,9 +121,8 @@ int victimMain(Fault kind, int t, mw_backend_t backend, const Settings& settings
   mw_context_t* ctx = newBenchContext(settings);
   if (!ctx) return 1;
   const std::string name = trialWorld(kind, t);
-  mw_world_t* w = nullptr;
-  if (mw_world_create(ctx, name.c_str(), 1, 2, backend, 0, kCreateTimeoutMs, &w) != MW_OK) {
-    std::fprintf(stderr, "mw_bench faults: victim: mw_world_create %s: %s\n", name.c_str(), mw_last_error());
+  mw_world_t* w = joinPairWorld(ctx, name, 1, backend, "victim");
+  if (!w) {
     mw_context_free(ctx);
     return 1;
   }

@@ -5,11 +5,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <exception>
 
 namespace mwbench {
 namespace faults {
 namespace {
+
+constexpr int kCreateTimeoutMs = 30000;
 
 // Whether this address is already configured on this side (another run's
 // veth): binding to an address that is not local fails.
@@ -52,6 +55,14 @@ Settings settingsFor(const Env& env, const std::string& url, const std::string& 
   Settings s = {{"redis_url", url}, {"namespace", env.mw_namespace}, {"bind_address", bind}};
   s.insert(s.end(), env.heartbeat.begin(), env.heartbeat.end());
   return s;
+}
+
+mw_world_t* joinPairWorld(mw_context_t* ctx, const std::string& name, int rank, mw_backend_t backend,
+                          const char* who) {
+  mw_world_t* w = nullptr;
+  if (mw_world_create(ctx, name.c_str(), rank, 2, backend, 0, kCreateTimeoutMs, &w) == MW_OK) return w;
+  std::fprintf(stderr, "mw_bench faults: %s: mw_world_create %s: %s\n", who, name.c_str(), mw_last_error());
+  return nullptr;
 }
 
 }  // namespace faults

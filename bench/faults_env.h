@@ -25,7 +25,6 @@ constexpr std::chrono::seconds kDetectLimit{10};  // fault -> break seen
 // killed and the run goes on).
 constexpr std::chrono::seconds kDestroyLimit{10};
 constexpr std::chrono::seconds kSetupLimit{30};  // processes up, worlds formed, traffic flowing
-constexpr int kCreateTimeoutMs = 30000;
 
 // The partition's addresses; partition_test.cc uses 10.213.7.0/24, so both
 // can run at once.
@@ -56,6 +55,11 @@ struct Env {
 
 // A context's settings for a process of the run.
 Settings settingsFor(const Env& env, const std::string& url, const std::string& bind);
+
+// Joins the two-rank world `name` as `rank`; null, said on stderr as the
+// failure of `who` ("survivor", "X", ...), when it does not form.
+mw_world_t* joinPairWorld(mw_context_t* ctx, const std::string& name, int rank, mw_backend_t backend,
+                          const char* who);
 
 }  // namespace faults
 }  // namespace mwbench

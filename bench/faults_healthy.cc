@@ -64,10 +64,9 @@ int healthyX(int rep, mw_backend_t backend, const Settings& settings, HealthyBoa
   mw_context_t* ctx = newBenchContext(settings);
   if (!ctx) return 1;
   const std::string hname = healthyWorld("h", rep), fname = healthyWorld("f", rep);
-  mw_world_t *h = nullptr, *f = nullptr;
-  if (mw_world_create(ctx, hname.c_str(), 0, 2, backend, 0, kCreateTimeoutMs, &h) != MW_OK ||
-      mw_world_create(ctx, fname.c_str(), 0, 2, backend, 0, kCreateTimeoutMs, &f) != MW_OK) {
-    std::fprintf(stderr, "mw_bench faults: X: mw_world_create: %s\n", mw_last_error());
+  mw_world_t* h = joinPairWorld(ctx, hname, 0, backend, "X");
+  mw_world_t* f = h ? joinPairWorld(ctx, fname, 0, backend, "X") : nullptr;
+  if (!f) {
     mw_context_free(ctx);  // destroys whichever was made
     return 1;
   }
@@ -117,13 +116,12 @@ int healthyX(int rep, mw_backend_t backend, const Settings& settings, HealthyBoa
 
 // Y (world h) or Z (world f): rank 1 of one world, streaming until stopped
 // (or, for Z, killed).
-int healthyPeer(const std::string& name, int world_id, mw_backend_t backend, const Settings& settings,
-                LaneStats& stats, std::atomic<int>& ready, const std::atomic<int>& stop) {
+int healthyPeer(const char* who, const std::string& name, int world_id, mw_backend_t backend,
+                const Settings& settings, LaneStats& stats, std::atomic<int>& ready, const std::atomic<int>& stop) {
   mw_context_t* ctx = newBenchContext(settings);
   if (!ctx) return 1;
-  mw_world_t* w = nullptr;
-  if (mw_world_create(ctx, name.c_str(), 1, 2, backend, 0, kCreateTimeoutMs, &w) != MW_OK) {
-    std::fprintf(stderr, "mw_bench faults: mw_world_create %s: %s\n", name.c_str(), mw_last_error());
+  mw_world_t* w = joinPairWorld(ctx, name, 1, backend, who);
+  if (!w) {
     mw_context_free(ctx);
     return 1;
   }
@@ -154,8 +152,11 @@ Rep runHealthyRep(int rep, const Env& env) {
   mwlab::Shared<HealthyBoard> b;
   const mw_backend_t backend = env.backend;
   Child x("X", [&] { return healthyX(rep, backend, settings, *b); });
-  Child y("Y", [&] { return healthyPeer(healthyWorld("h", rep), 0, backend, settings, b->yh, b->ready_y, b->stop); });
-  Child z("Z", [&] { return healthyPeer(healthyWorld("f", rep), 1, backend, settings, b->zf, b->ready_z, b->stop); });
+  auto peer = [&](const char* who, const char* world, int id, LaneStats& stats, std::atomic<int>& ready) {
+    return healthyPeer(who, healthyWorld(world, rep), id, backend, settings, stats, ready, b->stop);
+  };
+  Child y("Y", [&] { return peer("Y", "h", 0, b->yh, b->ready_y); });
+  Child z("Z", [&] { return peer("Z", "f", 1, b->zf, b->ready_z); });
   if (!waitUntil([&] {
         return b->ready_x.load() && b->ready_y.load() && b->ready_z.load() &&
                b->xh.received.load() >= kHealthyWarmMessages && b->yh.received.load() >= kHealthyWarmMessages &&
