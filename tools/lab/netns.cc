@@ -177,11 +177,12 @@ NetLink NetLab::addVeth(const std::string& ns_a, const std::string& cidr_a, cons
   return l;
 }
 
-std::string NetLab::addBridge() {
+std::string NetLab::addBridge(const std::string& cidr) {
   std::string br = name("b");
   must("ip link add " + br + " type bridge");
   links_.push_back(br);
   run("sysctl -qw net.ipv6.conf." + br + ".disable_ipv6=1");
+  if (!cidr.empty()) must("ip addr add " + cidr + " dev " + br);
   must("ip link set " + br + " up");
   return br;
 }

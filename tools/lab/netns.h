@@ -54,8 +54,9 @@ class NetLab {
   // link: how a process here reaches members in the lab.
   NetLink addVeth(const std::string& ns_a, const std::string& cidr_a, const std::string& ns_b,
                   const std::string& cidr_b);
-  // A bridge (a switch) in this process's namespace, up, with no address.
-  std::string addBridge();
+  // A bridge (a switch) in this process's namespace, up, with address
+  // `cidr` when one is given (this host's address on that network).
+  std::string addBridge(const std::string& cidr = "");
   // A member's port on a bridge: end a in `ns` with `cidr`, end b enslaved
   // to `bridge`.
   NetLink attach(const std::string& ns, const std::string& cidr, const std::string& bridge);

@@ -33,19 +33,9 @@ SentinelGroup::SentinelGroup(Options opt) : opt_(std::move(opt)) {
   if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
   try {
-    for (int i = 0; i < 2; ++i) {
-      const int port = freeLoopbackPort();
-      std::vector<std::string> argv = {"redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1",
-                                       "--save", "", "--appendonly", "no", "--dir", dir_,
-                                       "--dbfilename", "dump-" + std::to_string(port) + ".rdb",
-                                       "--logfile", dir_ + "/redis-" + std::to_string(port) + ".log"};
-      if (!opt_.password.empty()) {
-        argv.insert(argv.end(), {"--requirepass", opt_.password, "--masterauth", opt_.password});
-      }
-      if (i == 1) argv.insert(argv.end(), {"--replicaof", "127.0.0.1", std::to_string(servers_[0].port)});
-      servers_[i] = spawn(argv, port);
-    }
-    RedisClient replica(servers_[1].port, opt_.password);
+    servers_[0] = startServer(freeLoopbackPort(), 0);
+    servers_[1] = startServer(freeLoopbackPort(), servers_[0].port);
+    RedisClient replica(opt_.host, servers_[1].port, opt_.password, std::chrono::seconds(2));
     waitUntil("the replica to sync", std::chrono::seconds(10), [&] {
       return field(replica.text({"INFO", "replication"}), "master_link_status") == "up";
     });
@@ -53,8 +43,9 @@ SentinelGroup::SentinelGroup(Options opt) : opt_(std::move(opt)) {
       const int port = freeLoopbackPort();
       const std::string conf = dir_ + "/sentinel-" + std::to_string(port) + ".conf";
       std::ofstream out(conf);
-      out << "port " << port << "\nbind 127.0.0.1\ndir " << dir_ << "\nlogfile " << dir_ << "/sentinel-" << port
-          << ".log\nsentinel monitor " << kMasterName << " 127.0.0.1 " << servers_[0].port << " 2\n"
+      out << "port " << port << "\nbind 127.0.0.1" << (opt_.host == "127.0.0.1" ? "" : " " + opt_.host)
+          << "\nprotected-mode " << (opt_.host == "127.0.0.1" ? "yes" : "no") << "\nsentinel announce-ip " << opt_.host << "\ndir " << dir_ << "\nlogfile " << dir_ << "/sentinel-" << port
+          << ".log\nsentinel monitor " << kMasterName << " " << opt_.host << " " << servers_[0].port << " 2\n"
           << "sentinel down-after-milliseconds " << kMasterName << " " << opt_.down_after_ms << "\n"
           << "sentinel failover-timeout " << kMasterName << " " << opt_.failover_timeout_ms << "\n"
           << "sentinel parallel-syncs " << kMasterName << " 1\n";
@@ -62,24 +53,60 @@ SentinelGroup::SentinelGroup(Options opt) : opt_(std::move(opt)) {
       out.close();
       s = spawn({"redis-sentinel", conf}, port);
     }
-    for (const auto& s : sentinels_) {
-      RedisClient c(s.port, "");
-      waitUntil("every sentinel to know the replica and the other sentinels", std::chrono::seconds(20), [&] {
-        auto m = c.cmd({"SENTINEL", "master", kMasterName});
-        if (!m || m->type != REDIS_REPLY_ARRAY) return false;
-        std::string replicas, sentinels;
-        for (size_t i = 0; i + 1 < m->elements; i += 2) {
-          std::string k(m->element[i]->str, m->element[i]->len);
-          if (k == "num-slaves") replicas = std::string(m->element[i + 1]->str, m->element[i + 1]->len);
-          if (k == "num-other-sentinels") sentinels = std::string(m->element[i + 1]->str, m->element[i + 1]->len);
-        }
-        return replicas == "1" && sentinels == "2";
-      });
-    }
+    waitForReplicas(std::chrono::seconds(20));
   } catch (...) {
     for (auto& s : sentinels_) stop(s);
     for (auto& s : servers_) stop(s);
     throw;
+  }
+}
+
+SentinelGroup::Proc SentinelGroup::startServer(int port, int replica_of) {
+  std::vector<std::string> argv = {"redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1",
+                                   "--save", "", "--appendonly", "no", "--dir", dir_,
+                                   "--dbfilename", "dump-" + std::to_string(port) + ".rdb",
+                                   "--logfile", dir_ + "/redis-" + std::to_string(port) + ".log"};
+  if (opt_.host != "127.0.0.1") {
+    // Clients come from the lab's namespaces, not from loopback: without a
+    // password Redis would refuse them. The address lives on a lab bridge.
+    argv.insert(argv.begin() + 5, opt_.host);
+    argv.insert(argv.end(), {"--protected-mode", "no"});
+  }
+  if (!opt_.password.empty()) argv.insert(argv.end(), {"--requirepass", opt_.password, "--masterauth", opt_.password});
+  if (replica_of) {
+    argv.insert(argv.end(), {"--replicaof", opt_.host, std::to_string(replica_of), "--replica-announce-ip", opt_.host});
+  }
+  return spawn(argv, port);
+}
+
+// Until every sentinel knows the master's replica and the two other
+// sentinels: only then can a failover be authorized.
+void SentinelGroup::waitForReplicas(std::chrono::milliseconds limit) {
+  for (const auto& s : sentinels_) {
+    RedisClient c(s.port, "");
+    waitUntil("every sentinel to know the replica and the other sentinels", limit, [&] {
+      auto m = c.cmd({"SENTINEL", "master", kMasterName});
+      if (!m || m->type != REDIS_REPLY_ARRAY) return false;
+      std::string replicas, sentinels, flags;
+      for (size_t i = 0; i + 1 < m->elements; i += 2) {
+        std::string k(m->element[i]->str, m->element[i]->len);
+        std::string v(m->element[i + 1]->str ? m->element[i + 1]->str : "", m->element[i + 1]->str ? m->element[i + 1]->len : 0);
+        if (k == "num-slaves") replicas = v;
+        if (k == "num-other-sentinels") sentinels = v;
+      }
+      if (replicas != "1" || sentinels != "2") return false;
+      // A replica the sentinel still holds down (the old master before it
+      // came back) cannot be promoted.
+      auto r = c.cmd({"SENTINEL", "replicas", kMasterName});
+      if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 1) return false;
+      const redisReply* rep = r->element[0];
+      for (size_t i = 0; rep->type == REDIS_REPLY_ARRAY && i + 1 < rep->elements; i += 2) {
+        if (std::string(rep->element[i]->str, rep->element[i]->len) == "flags") {
+          flags = std::string(rep->element[i + 1]->str, rep->element[i + 1]->len);
+        }
+      }
+      return flags == "slave";
+    });
   }
 }
 
@@ -136,7 +163,7 @@ void SentinelGroup::waitUntil(const char* what, std::chrono::milliseconds limit,
 std::string SentinelGroup::url(const std::string& master, int db, bool with_password) const {
   std::string u = "redis+sentinel://";
   if (with_password && !opt_.password.empty()) u += ":" + opt_.password + "@";
-  for (int i = 0; i < 3; ++i) u += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinels_[i].port);
+  for (int i = 0; i < 3; ++i) u += (i ? "," : "") + opt_.host + ":" + std::to_string(sentinels_[i].port);
   u += "/" + master;
   if (db != 0) u += "/" + std::to_string(db);
   return u;
@@ -155,12 +182,32 @@ int SentinelGroup::masterPort() const {
   return -1;
 }
 
+pid_t SentinelGroup::masterPid() const {
+  const int port = masterPort();
+  for (const auto& s : servers_) {
+    if (s.port == port) return s.pid;
+  }
+  return -1;
+}
+
 int SentinelGroup::killMaster() {
   const int port = masterPort();
   for (auto& s : servers_) {
     if (s.port == port) stop(s);
   }
+  killed_port_ = port;
   return port;
+}
+
+void SentinelGroup::restartKilled(std::chrono::milliseconds limit) {
+  if (killed_port_ <= 0) throw std::runtime_error("restartKilled: no server was killed");
+  const int master = masterPort();
+  if (master <= 0 || master == killed_port_) throw std::runtime_error("restartKilled: no new master yet");
+  for (auto& s : servers_) {
+    if (s.port == killed_port_ && s.pid <= 0) s = startServer(killed_port_, master);
+  }
+  killed_port_ = 0;
+  waitForReplicas(limit);
 }
 
 bool SentinelGroup::waitForNewMaster(int old_port, std::chrono::milliseconds limit) const {

@@ -19,6 +19,10 @@ class SentinelGroup {
     int down_after_ms = 1000;  // sentinel down-after-milliseconds
     int failover_timeout_ms = 3000;
     std::string password;  // requirepass of master and replica, when set
+    // The address servers and sentinels are known by (they listen on it and
+    // on 127.0.0.1): a lab whose clients sit in network namespaces names the
+    // address those reach this host by.
+    std::string host = "127.0.0.1";
   };
   static constexpr const char* kMasterName = "mwmaster";
 
@@ -38,8 +42,16 @@ class SentinelGroup {
 
   // The port of the server that the first sentinel names as master.
   int masterPort() const;
+  // The process of the server that the first sentinel names as master, -1
+  // when none answers (a caller pauses it with SIGSTOP/SIGCONT).
+  pid_t masterPid() const;
   // kill -9 the current master; returns its port.
   int killMaster();
+  // Starts the server killed last again, on its port, as a replica of the
+  // current master, and returns once it is in sync and every sentinel counts
+  // it as the master's replica again (so that the next failover can be
+  // authorized). Throws std::runtime_error after `limit`.
+  void restartKilled(std::chrono::milliseconds limit);
   // Waits until a sentinel names a master other than `old_port` and that
   // server says it is one; false after `limit`.
   bool waitForNewMaster(int old_port, std::chrono::milliseconds limit) const;
@@ -50,6 +62,8 @@ class SentinelGroup {
     int port = 0;
   };
   Proc spawn(const std::vector<std::string>& argv, int port);
+  Proc startServer(int port, int replica_of);
+  void waitForReplicas(std::chrono::milliseconds limit);
   void stop(Proc& p);
   void waitUntil(const char* what, std::chrono::milliseconds limit, const std::function<bool()>& ready);
 
@@ -57,6 +71,7 @@ class SentinelGroup {
   std::string dir_;
   Proc servers_[2];  // started as master, replica
   Proc sentinels_[3];
+  int killed_port_ = 0;  // of the server killMaster() stopped, 0 = none
 };
 
 }  // namespace mwlab

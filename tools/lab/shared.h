@@ -27,7 +27,9 @@ class Shared {
   Shared(const Shared&) = delete;
   Shared& operator=(const Shared&) = delete;
   T* operator->() { return t_; }
+  const T* operator->() const { return t_; }
   T& operator*() { return *t_; }
+  const T& operator*() const { return *t_; }
   T* get() { return t_; }
 
  private:
