@@ -33,7 +33,8 @@
 // that is answered the path is up (MW_EVENT_PATH_UP after an outage) and,
 // if preferred, carries new traffic. When every
 // path to a peer has been silent for heartbeat_timeout_ms the member
-// counts as unreachable and the world breaks.
+// counts as unreachable and the world breaks, blaming that peer, or this
+// member itself when it reaches no peer of its context at all.
 //
 // Eager protocol only: an arrival is whole, so "delivered" never has a
 // message half in. Everything runs under the engine lock.
@@ -64,7 +65,9 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     // A path to `peer` (its address `peer_ip`) went down or came back;
     // `detail` names it.
     std::function<void(int peer, bool up, const std::string& peer_ip, const std::string& detail)> path_changed;
-    // Every path to `peer` stayed silent past the member timeout.
+    // Every path to `peer` stayed silent past the member timeout; `peer`
+    // is this member's own rank when it reaches no peer of its context at
+    // all (it is the one cut off).
     std::function<void(int peer, const std::string& detail)> unreachable;
     // True when `peer`'s process is known to have exited (its world then
     // breaks through the link that watches it).
@@ -115,6 +118,13 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   // world): each peer still using it is probed, and sent to over another
   // path until it answers; unanswered for path_timeout_ms it is down.
   void suspectPath(size_t index);
+  // The peers still in the world with paths, and whether a path that is up
+  // reaches at least one of them (UcxPathRouter::cutOff).
+  struct Reach {
+    size_t peers = 0;
+    bool reachable = false;
+  };
+  Reach reach() const;
 
  private:
   struct Outgoing;

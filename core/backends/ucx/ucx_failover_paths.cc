@@ -262,6 +262,19 @@ Clock::time_point UcxFailover::nextDeadline() const {
   return first;
 }
 
+UcxFailover::Reach UcxFailover::reach() const {
+  Reach r;
+  for (const Peer& p : peers_) {
+    if (p.rank == rank_ || !p.connected || p.left || p.paths.empty()) continue;
+    ++r.peers;
+    // A path in doubt, or one never used since it was proven (it has no
+    // endpoint, so a rail fault could not put it in doubt), shows nothing
+    // about now.
+    for (const Path& path : p.paths) r.reachable = r.reachable || (!path.down && !path.suspect && path.ep);
+  }
+  return r;
+}
+
 // At each deadline, and every half path timeout while anything is
 // unacknowledged or a path is down: judges silence (at its deadline: a
 // fault found a tick late doubles in a ring, where the next hop's own
@@ -321,10 +334,17 @@ void UcxFailover::onTimer() {
         now - (first_down - path_timeout_) >= member_timeout_) {
       p.reported_unreachable = true;
       const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - first_down);
-      hooks_.unreachable(p.rank, "every path to rank " + std::to_string(p.rank) + " has been down for " +
-                                     std::to_string(silent.count()) +
-                                     " ms while its process may be alive (heartbeat_timeout_ms=" +
-                                     std::to_string(member_timeout_.count()) + ")");
+      const std::string how = " has been down for " + std::to_string(silent.count()) +
+                              " ms (heartbeat_timeout_ms=" + std::to_string(member_timeout_.count()) + ")";
+      // Cut off from every peer, this member is the one at fault: its
+      // peers, which still reach others, are not to be blamed.
+      if (router_.cutOff()) {
+        hooks_.unreachable(rank_, "every path of rank " + std::to_string(rank_) + " to every peer" + how +
+                                      ": it is cut off");
+      } else {
+        hooks_.unreachable(p.rank, "every path to rank " + std::to_string(p.rank) + how +
+                                       " while its process may be alive");
+      }
       if (closed_) return;
     }
   }

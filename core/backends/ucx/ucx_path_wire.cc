@@ -79,4 +79,14 @@ void UcxPathRouter::pathFailed(size_t path) {
   for (const auto& [id, world] : worlds_) world->suspectPath(path);
 }
 
+bool UcxPathRouter::cutOff() const {
+  size_t peers = 0;
+  for (const auto& [id, world] : worlds_) {
+    const UcxFailover::Reach r = world->reach();
+    if (r.reachable) return false;
+    peers += r.peers;
+  }
+  return peers >= 2;
+}
+
 }  // namespace mw

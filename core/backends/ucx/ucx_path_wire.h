@@ -54,6 +54,10 @@ class UcxPathRouter {
   // path (a NIC, a cable) may be what failed, so every world checks its
   // other peers over it (UcxFailover::suspectPath).
   void pathFailed(size_t path);
+  // Whether this context reaches none of its peers over any path, in any
+  // world, while it has at least two: then this member is the one cut
+  // off, not each of its peers.
+  bool cutOff() const;
 
  private:
   template <uint16_t Id>
