@@ -84,11 +84,14 @@ ucs_status_t UcxFailover::onData(const pathwire::Header& h, void* data, size_t l
   return kept ? UCS_INPROGRESS : UCS_OK;
 }
 
-// To the oldest receive posted on its channel.
+// To the oldest receive posted on its channel. A channel's queues go once
+// empty: collectives take a new channel for each operation, so kept they
+// would grow with every operation a world ever ran.
 void UcxFailover::deliver(Peer& p, Arrival a) {
-  std::deque<Posted>& queue = p.posted[a.channel];
-  Posted r = std::move(queue.front());
-  queue.pop_front();
+  auto queue = p.posted.find(a.channel);
+  Posted r = std::move(queue->second.front());
+  queue->second.pop_front();
+  if (queue->second.empty()) p.posted.erase(queue);
   recv_index_.erase(r.id);
   copyOut(r.buffer, a.data, std::min(r.bytes, a.length));
   release(a);
@@ -122,6 +125,7 @@ uint64_t UcxFailover::recv(int peer, uint64_t channel, void* buffer, size_t byte
   if (waiting != p.waiting.end() && !waiting->second.empty()) {
     Arrival a = std::move(waiting->second.front());
     waiting->second.pop_front();
+    if (waiting->second.empty()) p.waiting.erase(waiting);
     copyOut(buffer, a.data, std::min(bytes, a.length));
     const size_t length = a.length;
     release(a);
@@ -139,11 +143,14 @@ bool UcxFailover::cancelRecv(uint64_t id) {
   if (it == recv_index_.end()) return false;
   auto [peer, channel] = it->second;
   recv_index_.erase(it);
-  std::deque<Posted>& queue = peers_[static_cast<size_t>(peer)].posted[channel];
-  for (auto r = queue.begin(); r != queue.end(); ++r) {
+  auto& posted = peers_[static_cast<size_t>(peer)].posted;
+  auto queue = posted.find(channel);
+  if (queue == posted.end()) return false;
+  for (auto r = queue->second.begin(); r != queue->second.end(); ++r) {
     if (r->id != id) continue;
     RecvDone done = std::move(r->done);
-    queue.erase(r);
+    queue->second.erase(r);
+    if (queue->second.empty()) posted.erase(queue);
     done(UCS_ERR_CANCELED, 0);
     return true;
   }
