@@ -15,6 +15,8 @@
 //   mw_bench fanin [--backend ucx|gloo] [--iters N] [--max-senders K] [--json FILE] [--redis URL]
 //   mw_bench failover [--trials N] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--parts LIST]
 //                     [--json FILE]
+//   mw_bench soak [--backend ucx|gloo] [--minutes M] [--seed S] [--processes N] [--rails 1|2]
+//                 [--faults LIST] [--json FILE] [--heartbeat-interval-ms N] [--heartbeat-timeout-ms N]
 //   mw_bench nccl [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]
 //                 [--device N] [--redis URL]     (built only with CUDA and NCCL)
 //
@@ -33,6 +35,8 @@
 #include "bench/falsebreaks_suite.h"
 #include "bench/faults_suite.h"
 #include "bench/p2p_suite.h"
+#include "bench/soak/soak_schedule.h"
+#include "bench/soak/soak_suite.h"
 
 extern char** environ;
 
@@ -99,6 +103,18 @@ const char kUsage[] =
     "  8, 2000)); --rounds R alternating rounds, median (default 5). Always a private redis-server on a unix\n"
     "  socket; --backend is ucx. Without root it says why (also in the JSON) and exits 0.\n"
     "  --parts LIST    which parts run, comma-separated: p2p, allreduce (stall rows), overhead (default: all)\n"
+    "usage: mw_bench soak [--backend B] [--minutes M] [--seed S] [--processes N] [--rails 1|2] [--faults LIST]\n"
+    "                     [--json FILE] [--heartbeat-interval-ms N] [--heartbeat-timeout-ms N]\n"
+    "  --processes N (3..16, default 6) member processes, each in two checked p2p stream worlds (a ring of pairs)\n"
+    "  and some in three-member allreduce worlds, under random faults one at a time: kill9, sigstop_short,\n"
+    "  sigstop_long, cut_one_rail, cut_all_rails, redis_pause, redis_failover, churn, cancel. Redis is a Sentinel\n"
+    "  group of the run's own. Checks all the time: no crash, no message lost, duplicated or corrupt, no false or\n"
+    "  missed break, no fd/thread/RSS growth, Redis answering PINGs within 50 ms\n"
+    "  --minutes M     how long faults are injected (default 10; fractions allowed)\n"
+    "  --seed S        the schedule's seed (default: from the clock, printed): the same seed, the same faults\n"
+    "  --rails R       2 (default): members in network namespaces joined by two rails (needs root; UCX only);\n"
+    "                  1: members share this host's network, and the link faults are skipped\n"
+    "  --faults LIST   comma-separated kinds to inject (default: all that can run here)\n"
     "usage: mw_bench nccl [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B] [--device N]\n"
     "                     [--redis URL]\n"
     "  one GPU, world size 1: multiworld's NCCL world against a raw ncclComm, float32 allreduce and send/recv\n"
@@ -153,7 +169,8 @@ int mwbench::benchMain(int argc, char** argv) {
   }
   const std::string suite = argv[1];
   if (suite != "p2p" && suite != "faults" && suite != "falsebreaks" && suite != "allreduce" && suite != "create" &&
-      suite != "control" && suite != "poll" && suite != "fanin" && suite != "failover" && suite != "nccl") {
+      suite != "control" && suite != "poll" && suite != "fanin" && suite != "failover" && suite != "nccl" &&
+      suite != "soak") {
     std::fprintf(stderr, "mw_bench: unknown suite '%s'\n%s", argv[1], kUsage);
     return 2;
   }
@@ -205,6 +222,10 @@ int mwbench::benchMain(int argc, char** argv) {
       known = known || arg == "--iters";
     } else if (suite == "fanin") {
       known = known || arg == "--iters" || arg == "--max-senders";
+    } else if (suite == "soak") {
+      known = arg == "--json" || arg == "--backend" || arg == "--minutes" || arg == "--seed" || arg == "--processes" ||
+              arg == "--rails" || arg == "--faults" || arg == "--heartbeat-interval-ms" ||
+              arg == "--heartbeat-timeout-ms";
     } else if (suite == "failover") {
       known = arg == "--json" || arg == "--trials" || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" ||
               arg == "--max-bytes" || arg == "--parts";
@@ -264,6 +285,33 @@ int mwbench::benchMain(int argc, char** argv) {
         good = opt.parts.back() == "p2p" || opt.parts.back() == "allreduce" || opt.parts.back() == "overhead";
         at = comma + 1;
       }
+    } else if (arg == "--minutes") {
+      char* end = nullptr;
+      errno = 0;
+      opt.minutes = std::strtod(value.c_str(), &end);
+      good = errno == 0 && end != value.c_str() && *end == '\0' && opt.minutes > 0 && opt.minutes <= 7 * 24 * 60;
+    } else if (arg == "--seed") {
+      std::size_t seed = 0;
+      good = parseCount(value, false, &seed);
+      opt.seed = seed;
+      opt.seed_given = true;
+    } else if (arg == "--processes") {
+      std::size_t n = 0;
+      good = parseCount(value, false, &n) && n >= 3 && n <= 16;
+      opt.processes = static_cast<int>(n);
+    } else if (arg == "--rails") {
+      good = value == "1" || value == "2";
+      opt.rails = value == "2" ? 2 : 1;
+    } else if (arg == "--faults") {
+      opt.faults.clear();
+      good = !value.empty();
+      for (std::size_t at = 0; good && at <= value.size();) {
+        const std::size_t comma = std::min(value.find(',', at), value.size());
+        opt.faults.push_back(value.substr(at, comma - at));
+        mwbench::soak::FaultKind kind;
+        good = mwbench::soak::faultFromName(opt.faults.back(), &kind);
+        at = comma + 1;
+      }
     } else if (arg == "--max-senders") {
       good = parseCount(value, false, &opt.max_senders) && opt.max_senders > 0 && opt.max_senders <= 64;
     } else if (arg == "--device") {
@@ -290,6 +338,7 @@ int mwbench::benchMain(int argc, char** argv) {
     return mwbench::runFalseBreaksSuite(opt);
   }
   if (suite == "poll") return mwbench::runPollSuite(opt);
+  if (suite == "soak") return mwbench::runSoakSuite(opt);
   if (suite == "fanin") return mwbench::runFaninSuite(opt);
   if (suite == "failover") {
     if (!min_bytes_given) opt.min_bytes = std::size_t{64} << 10;

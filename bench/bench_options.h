@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,14 @@ struct BenchOptions {
   int heartbeat_timeout_ms = 0;
   double seconds = 0;               // --seconds S (control): per measurement; 0 = the suite's default
   std::vector<std::string> parts;   // --parts LIST (failover): of p2p, allreduce, overhead; empty = all
+  // soak: --minutes M (may be fractional), --seed S, --processes N,
+  // --rails 1|2, --faults LIST (fault kinds; empty = all that can run here).
+  double minutes = 10;
+  uint64_t seed = 0;
+  bool seed_given = false;
+  int processes = 6;
+  int rails = 2;
+  std::vector<std::string> faults;
   std::string redis_url;            // --redis URL; p2p: else MW_REDIS_URL; else a private redis-server
   std::string command;              // the command line, for the report header
 };

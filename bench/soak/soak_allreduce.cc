@@ -1,0 +1,152 @@
+// A three-member world's checked allreduce loop: uint64 SUM, paced, one at
+// a time. Each rank's part sits in a 20-bit field of its own, so every
+// result shows whether a member's part is missing, doubled or from another
+// iteration. The last element is the vote to end: every member sees the
+// same sum and ends after the same iteration.
+#include <algorithm>
+#include <vector>
+
+#include "bench/soak/soak_traffic.h"
+
+namespace mwbench {
+namespace soak {
+
+namespace {
+
+constexpr int kFieldBits = 20;
+constexpr uint64_t kFieldMask = (1ULL << kFieldBits) - 1;
+
+uint64_t part(uint64_t iteration, size_t i) { return ((iteration % 1024) << 3 | (i % 7)) + 1; }
+
+class Allreduce : public WorldTraffic {
+ public:
+  Allreduce(const WorldSpec& spec, int world_index, int member, Cell& cell, Notes& notes)
+      : spec_(spec), index_(world_index), rank_(spec.rankOf(member)), cell_(cell), notes_(notes),
+        in_(std::max<size_t>(spec.bytes / 8, 2)), out_(in_.size()) {}
+
+  void start(mw_world_t* w, int64_t now) override {
+    world_ = w;
+    iteration_ = 0;
+    ending_ = done_ = peer_ending_ = false;
+    broken_ns_ = 0;
+    next_post_ = now;
+    ++tag_;
+  }
+
+  void tick(int64_t now) override {
+    if (!world_ || req_ || done_ || broken_ns_ || now < next_post_) return;
+    const size_t votes = in_.size() - 1;
+    for (size_t i = 0; i < votes; ++i) in_[i] = part(iteration_, i) << (kFieldBits * rank_);
+    in_[votes] = ending_ ? 1 : 0;
+    std::fill(out_.begin(), out_.end(), 0);
+    const mw_status_t st = mw_allreduce_async(world_, in_.data(), out_.data(), in_.size(), MW_UINT64, MW_SUM, &req_);
+    if (st != MW_OK) {
+      req_ = nullptr;
+      if (st == MW_ERR_WORLD_BROKEN) {
+        broken_ns_ = now;
+      } else {
+        notes_.note("world %s: mw_allreduce_async: %s (%s)", spec_.name.c_str(), mw_status_string(st), mw_last_error());
+      }
+      return;
+    }
+    mw_request_set_user_data(req_, userData(index_, tag_));
+  }
+
+  int64_t nextDueNs() const override { return !world_ || req_ || done_ || broken_ns_ ? INT64_MAX : next_post_; }
+
+  void complete(const mw_completion_t& c, int64_t now) override {
+    if (c.request != req_ || static_cast<uint32_t>(c.user_data) != tag_) {
+      mw_request_free(c.request);
+      notes_.note("world %s: a completion that belongs to no pending allreduce", spec_.name.c_str());
+      return;
+    }
+    mw_request_free(req_);
+    req_ = nullptr;
+    if (c.status == MW_ERR_WORLD_BROKEN) {
+      if (!broken_ns_) broken_ns_ = now;
+      return;
+    }
+    if (c.status != MW_OK) {
+      notes_.note("world %s: allreduce %llu completed with %s", spec_.name.c_str(),
+                  static_cast<unsigned long long>(iteration_), mw_status_string(c.status));
+      return;
+    }
+    check();
+    cell_.sent.fetch_add(1);
+    if (out_.back() > 0) {
+      done_ = true;
+      peer_ending_ = !ending_;
+    }
+    ++iteration_;
+    const int64_t interval = spec_.interval_us * 1000LL;
+    next_post_ = std::max(next_post_ + interval, now - interval);
+  }
+
+  void beginEnd() override { ending_ = true; }
+  bool peerEnding() const override { return peer_ending_; }
+  bool done() const override { return done_; }
+  int64_t brokenNs() const override { return broken_ns_; }
+
+  void releaseAfterDestroy() override {
+    mw_request_free(req_);
+    req_ = nullptr;
+    world_ = nullptr;
+  }
+
+ private:
+  void check() {
+    bool lost = false, dup = false, other = false, corrupt = false;
+    const size_t votes = out_.size() - 1;
+    const int size = static_cast<int>(spec_.members.size());
+    for (size_t i = 0; i < votes; ++i) {
+      const uint64_t want = part(iteration_, i);
+      for (int r = 0; r < size; ++r) {
+        const uint64_t f = (out_[i] >> (kFieldBits * r)) & kFieldMask;
+        if (f == want) continue;
+        if (f == 0) {
+          lost = true;
+        } else if (f % want == 0) {
+          dup = true;
+        } else if (((f - 1) & 7) == i % 7) {
+          other = true;
+        } else {
+          corrupt = true;
+        }
+      }
+    }
+    cell_.lost.fetch_add(lost);
+    cell_.duplicated.fetch_add(dup);
+    cell_.reordered.fetch_add(other);
+    cell_.corrupt.fetch_add(corrupt);
+    if (lost || dup || other || corrupt) {
+      notes_.note("world %s: allreduce %llu wrong:%s%s%s%s", spec_.name.c_str(),
+                  static_cast<unsigned long long>(iteration_), lost ? " a part missing" : "",
+                  dup ? " a part doubled" : "", other ? " a part of another iteration" : "",
+                  corrupt ? " corrupt" : "");
+    } else {
+      cell_.delivered.fetch_add(1);
+    }
+  }
+
+  const WorldSpec& spec_;
+  const int index_, rank_;
+  Cell& cell_;
+  Notes& notes_;
+  std::vector<uint64_t> in_, out_;
+  mw_world_t* world_ = nullptr;
+  mw_request_t* req_ = nullptr;
+  uint32_t tag_ = 0;
+  uint64_t iteration_ = 0;
+  bool ending_ = false, done_ = false, peer_ending_ = false;
+  int64_t broken_ns_ = 0, next_post_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<WorldTraffic> makeAllreduce(const WorldSpec& spec, int world_index, int member, Cell& cell,
+                                            Notes& notes) {
+  return std::make_unique<Allreduce>(spec, world_index, member, cell, notes);
+}
+
+}  // namespace soak
+}  // namespace mwbench

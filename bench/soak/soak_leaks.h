@@ -1,0 +1,53 @@
+// Leak watch over the soak's member processes: fds, threads and RSS read
+// from /proc at quiet moments (every world formed and moving, no fault
+// under way). A process's baseline is its first sample once it has run for
+// the warm-up; its growth is its latest sample against that.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace mwbench {
+namespace soak {
+
+struct ProcSample {
+  int fds = 0, threads = 0;
+  long rss_kib = 0;
+};
+
+// False when the process is gone or /proc could not be read.
+bool sampleProc(pid_t pid, ProcSample* out);
+
+struct Growth {
+  int fds = 0, threads = 0;
+  double rss_pct = 0;
+  std::string worst;  // "member 2 (pid 123): fds 40 -> 41, threads 9 -> 9, rss 51200 -> 52000 KiB over 610 s"
+};
+
+class LeakWatch {
+ public:
+  explicit LeakWatch(int64_t warmup_ns) : warmup_ns_(warmup_ns) {}
+  // A member process started at `started_ns`.
+  void started(int member, pid_t pid, int64_t started_ns);
+  // A quiet moment: samples every process that is past its warm-up.
+  void sample(int member, pid_t pid, int64_t now_ns);
+  // The largest growth of each kind over the processes that have a
+  // baseline and a later sample.
+  Growth growth() const;
+
+ private:
+  struct Proc {
+    int member = 0;
+    int64_t started_ns = 0, base_ns = 0, last_ns = 0;
+    bool has_base = false;
+    ProcSample base, last;
+  };
+  int64_t warmup_ns_;
+  std::map<pid_t, Proc> procs_;
+};
+
+}  // namespace soak
+}  // namespace mwbench

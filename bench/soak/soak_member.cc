@@ -1,0 +1,442 @@
+#include "bench/soak/soak_member.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "bench/soak/soak_traffic.h"
+#include "tools/lab/checked_traffic.h"
+
+namespace mwbench {
+namespace soak {
+
+namespace {
+
+using mwlab::monotonicNs;
+
+constexpr int64_t kMs = 1000000;
+// How long a broken world waits for its MW_EVENT_WORLD_BROKEN once a
+// request showed the break: every member hears of a break through an event.
+constexpr int64_t kEventWaitNs = 3000 * kMs;
+constexpr int64_t kEndLimitNs = 20000 * kMs;  // a graceful end
+constexpr int64_t kDepartureGraceNs = 500 * kMs;
+constexpr int64_t kCreateRetryNs = 200 * kMs;
+constexpr int kCreateFailuresNoted = 10;      // in a row, then said once
+constexpr int64_t kContextLimitNs = 60000 * kMs;
+
+class BoardNotes : public Notes {
+ public:
+  BoardNotes(MemberSlot& slot, int id) : slot_(slot), id_(id) {}
+  void note(const char* fmt, ...) override {
+    char text[kNoteBytes];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    std::fprintf(stderr, "soak member %d: %s\n", id_, text);
+    std::lock_guard<std::mutex> lock(mu_);
+    const int n = slot_.n_notes.load();
+    if (n >= kMaxNotes) return;
+    std::snprintf(slot_.notes[n], kNoteBytes, "%s", text);
+    slot_.n_notes.store(n + 1);
+  }
+
+ private:
+  MemberSlot& slot_;
+  const int id_;
+  std::mutex mu_;
+};
+
+// One world of this member: its traffic (main thread), its creator thread,
+// and what the event thread learns about it.
+struct WorldSlot {
+  int index = 0;
+  const WorldSpec* spec = nullptr;
+  int rank = 0;
+  Cell* cell = nullptr;
+  std::unique_ptr<WorldTraffic> traffic;
+
+  // The world the event thread matches events against: set by the creator
+  // when a create succeeds, cleared by the main thread before it destroys.
+  std::atomic<mw_world_t*> current{nullptr};
+  // Bumped before each destroy. An event taken while an older incarnation
+  // lived may name its handle, which the next incarnation can reuse: the
+  // event thread drops a match when this moved since it began to wait.
+  std::atomic<uint64_t> closes{0};
+
+  // Guarded by mu.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool want = false;              // main -> creator: form an incarnation
+  bool busy = false;              // the creator is forming one
+  mw_world_t* created = nullptr;  // creator -> main
+  bool event = false;             // the current world's break event came
+  int64_t event_ns = 0;
+  int blamed = -1;
+  char detail[200] = {0};
+
+  // Main thread only.
+  mw_world_t* world = nullptr;
+  int64_t first_sign_ns = 0;
+  int64_t end_began_ns = 0;
+  int64_t break_in_end_ns = 0;  // a break sign came during a graceful end
+  bool during_end = false;
+  std::thread creator;
+};
+
+class Member {
+ public:
+  Member(const MemberSpec& spec, Board& board)
+      : spec_(spec), board_(board), slot_(board.members[spec.id]), notes_(slot_, spec.id) {}
+
+  int run() {
+    if (!openContext()) return 1;
+    slot_.ready.store(1);
+    for (int w : worldsOf(spec_.worlds, spec_.id)) {
+      auto s = std::make_unique<WorldSlot>();
+      s->index = w;
+      s->spec = &spec_.worlds[static_cast<size_t>(w)];
+      s->rank = s->spec->rankOf(spec_.id);
+      s->cell = &slot_.cells[w];
+      s->traffic = makeTraffic(*s->spec, w, spec_.id, *s->cell, notes_);
+      slots_.push_back(std::move(s));
+    }
+    std::thread events([this] { eventLoop(); });
+    for (auto& s : slots_) {
+      WorldSlot* ws = s.get();
+      ws->creator = std::thread([this, ws] { createLoop(*ws); });
+      requestCreate(*ws);
+    }
+    loop();
+    quit_.store(true);
+    for (auto& s : slots_) {
+      {
+        std::lock_guard<std::mutex> lock(s->mu);
+        s->cv.notify_all();
+      }
+      s->creator.join();
+      // A world formed after the end was decided goes unused.
+      if (s->created) mw_world_destroy(s->created);
+    }
+    events.join();
+    mw_context_free(ctx_);
+    slot_.exiting.store(1);
+    return 0;
+  }
+
+ private:
+  bool openContext() {
+    const int64_t end = monotonicNs() + kContextLimitNs;
+    std::string last;
+    while (monotonicNs() < end) {
+      mw_config_t* cfg = nullptr;
+      if (mw_config_new(&cfg) != MW_OK) break;
+      bool ok = true;
+      for (const auto& [k, v] : spec_.settings) ok = ok && mw_config_set(cfg, k.c_str(), v.c_str()) == MW_OK;
+      ok = ok && mw_context_new(cfg, &ctx_) == MW_OK;
+      mw_config_free(cfg);
+      if (ok) return true;
+      ctx_ = nullptr;
+      last = mw_last_error();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    notes_.note("no context within %lld s: %s", static_cast<long long>(kContextLimitNs / 1000000000), last.c_str());
+    return false;
+  }
+
+  void requestCreate(WorldSlot& s) {
+    s.cell->state.store(kForming);
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.want = true;
+    s.cv.notify_all();
+  }
+
+  // The creator thread of one world: forms an incarnation whenever asked,
+  // retrying until it forms (a peer may be dead, stopped or cut off for a
+  // while) or the run ends.
+  void createLoop(WorldSlot& s) {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(s.mu);
+        s.busy = false;
+        s.cv.wait(lock, [&] { return s.want || quit_.load(); });
+        if (quit_.load()) return;
+        s.want = false;
+        s.busy = true;
+      }
+      for (int failures = 0;;) {
+        if (quit_.load() || board_.stop.load()) break;
+        mw_world_t* w = nullptr;
+        const mw_status_t st = mw_world_create(ctx_, s.spec->name.c_str(), s.rank, static_cast<int>(s.spec->members.size()),
+                                               spec_.backend, 0, spec_.create_timeout_ms, &w);
+        if (st == MW_OK) {
+          std::lock_guard<std::mutex> lock(s.mu);
+          s.current.store(w);
+          s.created = w;
+          break;
+        }
+        s.cell->create_failures.fetch_add(1);
+        if (++failures == kCreateFailuresNoted) {
+          notes_.note("world %s: %d creates failed in a row, the last with %s: %s", s.spec->name.c_str(), failures,
+                      mw_status_string(st), mw_last_error());
+        }
+        std::unique_lock<std::mutex> lock(s.mu);
+        s.cv.wait_for(lock, std::chrono::nanoseconds(kCreateRetryNs), [&] { return quit_.load(); });
+      }
+    }
+  }
+
+  // The event thread: times each break when it is announced, whatever the
+  // main thread is doing.
+  void eventLoop() {
+    mw_event_t ev;
+    std::vector<uint64_t> closes(slots_.size());
+    while (!quit_.load()) {
+      for (size_t i = 0; i < slots_.size(); ++i) closes[i] = slots_[i]->closes.load();
+      if (mw_next_event(ctx_, &ev, 100) != MW_OK) continue;
+      const int64_t now = monotonicNs();
+      switch (ev.type) {
+        case MW_EVENT_WORLD_BROKEN:
+          for (size_t i = 0; i < slots_.size(); ++i) {
+            auto& s = slots_[i];
+            std::lock_guard<std::mutex> lock(s->mu);
+            if (!ev.world || s->current.load() != ev.world || s->closes.load() != closes[i]) continue;
+            if (s->event) break;
+            s->event = true;
+            s->event_ns = now;
+            const auto& members = s->spec->members;
+            s->blamed = ev.peer_rank >= 0 && ev.peer_rank < static_cast<int>(members.size())
+                            ? members[static_cast<size_t>(ev.peer_rank)]
+                            : -1;
+            std::snprintf(s->detail, sizeof s->detail, "%.*s", static_cast<int>(sizeof s->detail - 1), ev.detail);
+            break;
+          }
+          break;
+        case MW_EVENT_PATH_DOWN: slot_.path_down.fetch_add(1); break;
+        case MW_EVENT_PATH_UP: slot_.path_up.fetch_add(1); break;
+        case MW_EVENT_STORE_DOWN: slot_.store_down.fetch_add(1); break;
+        case MW_EVENT_STORE_UP: slot_.store_up.fetch_add(1); break;
+        default: break;
+      }
+    }
+  }
+
+  bool eventCame(WorldSlot& s) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    return s.event;
+  }
+
+  void loop() {
+    mw_completion_t done[64];
+    for (;;) {
+      const int64_t now = monotonicNs();
+      const bool stop = board_.stop.load() != 0;
+      bool all_closed = true;
+      int64_t due = now + 5 * kMs;
+      for (auto& s : slots_) {
+        step(*s, now, stop);
+        all_closed = all_closed && s->cell->state.load() == kClosed;
+        due = std::min(due, s->traffic->nextDueNs());
+      }
+      if (stop && all_closed) return;
+      const int64_t wait_ns = std::max<int64_t>(0, due - monotonicNs());
+      size_t n = 0;
+      if (mw_poll(ctx_, done, 64, static_cast<int>((wait_ns + kMs - 1) / kMs), &n) != MW_OK) {
+        notes_.note("mw_poll: %s", mw_last_error());
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
+      const int64_t at = monotonicNs();
+      for (size_t k = 0; k < n; ++k) {
+        WorldSlot* s = slotOf(worldOfUserData(done[k].user_data));
+        if (s && s->world) {
+          s->traffic->complete(done[k], at);
+        } else {
+          mw_request_free(done[k].request);
+        }
+      }
+    }
+  }
+
+  WorldSlot* slotOf(int index) {
+    for (auto& s : slots_) {
+      if (s->index == index) return s.get();
+    }
+    return nullptr;
+  }
+
+  // One world's state machine, on the main thread.
+  void step(WorldSlot& s, int64_t now, bool stop) {
+    Cell& cell = *s.cell;
+    switch (cell.state.load()) {
+      case kForming: {
+        mw_world_t* w = nullptr;
+        {
+          std::lock_guard<std::mutex> lock(s.mu);
+          std::swap(w, s.created);
+        }
+        if (!w) {
+          if (stop) {
+            // An attempt under way finishes first: if it forms, the
+            // incarnation ends gracefully with its peers.
+            std::lock_guard<std::mutex> lock(s.mu);
+            if (!s.busy && !s.want) cell.state.store(kClosed);
+          }
+          return;
+        }
+        s.world = w;
+        s.first_sign_ns = 0;
+        s.break_in_end_ns = 0;
+        s.during_end = false;
+        cell.incarnations.fetch_add(1);
+        cell.formed_ns.store(now);
+        s.traffic->start(w, now);
+        cell.state.store(kRunning);
+        return;
+      }
+      case kRunning:
+        if (s.traffic->brokenNs() || eventCame(s)) {
+          toBroken(s, now);
+          return;
+        }
+        if (stop || cell.churn_request.load() != cell.churn_done.load() || s.traffic->peerEnding()) {
+          s.traffic->beginEnd();
+          s.end_began_ns = now;
+          cell.state.store(kEnding);
+        } else if (cell.cancel_request.load() != cell.cancel_done.load()) {
+          s.traffic->cancelNewestReceive();
+          cell.cancel_done.store(cell.cancel_request.load());
+        }
+        s.traffic->tick(now);
+        return;
+      case kEnding:
+        if (s.traffic->done()) {
+          closeWorld(s);
+          cell.ended.fetch_add(1);
+          cell.churn_done.store(cell.churn_request.load());
+          if (stop) {
+            cell.state.store(kClosed);
+          } else {
+            requestCreate(s);
+          }
+          return;
+        }
+        if (s.traffic->brokenNs() || eventCame(s)) {
+          // A peer that finished its end leaves at once, and its leaving
+          // may be announced before the completions that finish this side's
+          // end are polled: those get a moment.
+          if (!s.break_in_end_ns) s.break_in_end_ns = now;
+          if (now - s.break_in_end_ns >= kDepartureGraceNs) {
+            s.during_end = true;
+            toBroken(s, now);
+            return;
+          }
+        }
+        if (now - s.end_began_ns > kEndLimitNs) {
+          notes_.note("world %s: its graceful end did not finish within %lld s", s.spec->name.c_str(),
+                      static_cast<long long>(kEndLimitNs / 1000000000));
+          closeWorld(s);
+          cell.churn_done.store(cell.churn_request.load());
+          if (stop) {
+            cell.state.store(kClosed);
+          } else {
+            requestCreate(s);
+          }
+          return;
+        }
+        s.traffic->tick(now);
+        return;
+      case kBroken:
+        if (eventCame(s) || now - s.first_sign_ns > kEventWaitNs) {
+          record(s);
+          s.traffic->afterBreak();
+          closeWorld(s);
+          cell.broke.fetch_add(1);
+          // A churn that a break ended is over too.
+          cell.churn_done.store(cell.churn_request.load());
+          if (stop) {
+            cell.state.store(kClosed);
+          } else {
+            requestCreate(s);
+          }
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  void toBroken(WorldSlot& s, int64_t now) {
+    int64_t first = s.traffic->brokenNs();
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      if (s.event && (!first || s.event_ns < first)) first = s.event_ns;
+    }
+    s.first_sign_ns = first ? first : now;
+    s.cell->state.store(kBroken);
+  }
+
+  // Publishes the break to the driver.
+  void record(WorldSlot& s) {
+    const int n = slot_.n_breaks.load();
+    if (n >= kMaxBreaks) return;
+    BreakRecord& r = slot_.breaks[n];
+    r.world = s.index;
+    r.incarnation = s.cell->incarnations.load();
+    r.formed_ns = s.cell->formed_ns.load();
+    r.seen_ns = s.first_sign_ns;
+    r.during_end = s.during_end ? 1 : 0;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      r.has_event = s.event ? 1 : 0;
+      r.blamed = s.event ? s.blamed : -1;
+      std::snprintf(r.detail, sizeof r.detail, "%s", s.event ? s.detail : "");
+    }
+    slot_.n_breaks.store(n + 1);
+  }
+
+  // Destroys the current world; what was still posted completes cancelled
+  // and is freed here, so no completion of it reaches the next incarnation.
+  void closeWorld(WorldSlot& s) {
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.closes.fetch_add(1);
+      s.current.store(nullptr);
+      s.event = false;
+      s.event_ns = 0;
+      s.blamed = -1;
+      s.detail[0] = '\0';
+    }
+    if (mw_world_destroy(s.world) != MW_OK) {
+      notes_.note("world %s: mw_world_destroy: %s", s.spec->name.c_str(), mw_last_error());
+    }
+    s.world = nullptr;
+    s.traffic->releaseAfterDestroy();
+  }
+
+  const MemberSpec& spec_;
+  Board& board_;
+  MemberSlot& slot_;
+  BoardNotes notes_;
+  mw_context_t* ctx_ = nullptr;
+  std::vector<std::unique_ptr<WorldSlot>> slots_;
+  std::atomic<bool> quit_{false};
+};
+
+}  // namespace
+
+int runMember(const MemberSpec& spec, Board& board) {
+  Member m(spec, board);
+  return m.run();
+}
+
+}  // namespace soak
+}  // namespace mwbench
