@@ -71,7 +71,19 @@ void UcxFailover::connect(int peer, uint32_t world_id, const std::vector<UcxPath
   armTimer();
 }
 
-void UcxFailover::start(Hooks hooks) { hooks_ = std::move(hooks); }
+void UcxFailover::start(Hooks hooks) {
+  hooks_ = std::move(hooks);
+  // A path not up yet has been silent only since the world formed: forming
+  // may take long (a member joins late), and a peer's world answers probes
+  // only once it exists: counted from connect(), a world whose paths come up
+  // just after it forms would break at once as unreachable.
+  const auto now = Clock::now();
+  for (Peer& p : peers_) {
+    for (Path& path : p.paths) {
+      if (path.down && !path.announced) path.down_since = now;
+    }
+  }
+}
 
 void UcxFailover::close() {
   if (closed_) return;
