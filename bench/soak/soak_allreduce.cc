@@ -1,22 +1,17 @@
 // A three-member world's checked allreduce loop: uint64 SUM, paced, one at
-// a time. Each rank's part sits in a 20-bit field of its own, so every
-// result shows whether a member's part is missing, doubled or from another
-// iteration. The last element is the vote to end: every member sees the
-// same sum and ends after the same iteration.
+// a time, each result judged by the lab's sum check (checked_payload.h).
+// The last element is the vote to end: every member sees the same sum and
+// ends after the same iteration.
 #include <algorithm>
 #include <vector>
 
 #include "bench/soak/soak_traffic.h"
+#include "tools/lab/checked_payload.h"
 
 namespace mwbench {
 namespace soak {
 
 namespace {
-
-constexpr int kFieldBits = 20;
-constexpr uint64_t kFieldMask = (1ULL << kFieldBits) - 1;
-
-uint64_t part(uint64_t iteration, size_t i) { return ((iteration % 1024) << 3 | (i % 7)) + 1; }
 
 class Allreduce : public WorldTraffic {
  public:
@@ -36,7 +31,7 @@ class Allreduce : public WorldTraffic {
   void tick(int64_t now) override {
     if (!world_ || req_ || done_ || broken_ns_ || now < next_post_) return;
     const size_t votes = in_.size() - 1;
-    for (size_t i = 0; i < votes; ++i) in_[i] = part(iteration_, i) << (kFieldBits * rank_);
+    for (size_t i = 0; i < votes; ++i) in_[i] = mwlab::sumInput(iteration_, i, rank_);
     in_[votes] = ending_ ? 1 : 0;
     std::fill(out_.begin(), out_.end(), 0);
     const mw_status_t st = mw_allreduce_async(world_, in_.data(), out_.data(), in_.size(), MW_UINT64, MW_SUM, &req_);
@@ -95,37 +90,20 @@ class Allreduce : public WorldTraffic {
 
  private:
   void check() {
-    bool lost = false, dup = false, other = false, corrupt = false;
-    const size_t votes = out_.size() - 1;
-    const int size = static_cast<int>(spec_.members.size());
-    for (size_t i = 0; i < votes; ++i) {
-      const uint64_t want = part(iteration_, i);
-      for (int r = 0; r < size; ++r) {
-        const uint64_t f = (out_[i] >> (kFieldBits * r)) & kFieldMask;
-        if (f == want) continue;
-        if (f == 0) {
-          lost = true;
-        } else if (f % want == 0) {
-          dup = true;
-        } else if (((f - 1) & 7) == i % 7) {
-          other = true;
-        } else {
-          corrupt = true;
-        }
-      }
-    }
-    cell_.lost.fetch_add(lost);
-    cell_.duplicated.fetch_add(dup);
-    cell_.reordered.fetch_add(other);
-    cell_.corrupt.fetch_add(corrupt);
-    if (lost || dup || other || corrupt) {
-      notes_.note("world %s: allreduce %llu wrong:%s%s%s%s", spec_.name.c_str(),
-                  static_cast<unsigned long long>(iteration_), lost ? " a part missing" : "",
-                  dup ? " a part doubled" : "", other ? " a part of another iteration" : "",
-                  corrupt ? " corrupt" : "");
-    } else {
+    const mwlab::SumVerdict v =
+        mwlab::judgeSum(out_.data(), out_.size() - 1, iteration_, static_cast<int>(spec_.members.size()));
+    cell_.lost.fetch_add(v.lost);
+    cell_.duplicated.fetch_add(v.doubled);
+    cell_.reordered.fetch_add(v.other_iteration);
+    cell_.corrupt.fetch_add(v.corrupt);
+    if (v.ok()) {
       cell_.delivered.fetch_add(1);
+      return;
     }
+    notes_.note("world %s: allreduce %llu wrong:%s%s%s%s", spec_.name.c_str(),
+                static_cast<unsigned long long>(iteration_), v.lost ? " a part missing" : "",
+                v.doubled ? " a part doubled" : "", v.other_iteration ? " a part of another iteration" : "",
+                v.corrupt ? " corrupt" : "");
   }
 
   const WorldSpec& spec_;

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <new>
+#include <sstream>
 #include <stdexcept>
 
 #include "bench/fault_processes.h"
@@ -29,6 +31,24 @@ namespace {
 
 using mwlab::monotonicNs;
 
+// Whether the kernel has begun to end the process (PF_EXITING in field 9
+// of /proc/<pid>/stat), which is what its peers on this host go by.
+bool processExiting(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  const size_t comm_end = stat.rfind(')');
+  if (comm_end == std::string::npos) return false;
+  std::istringstream fields(stat.substr(comm_end + 2));
+  std::string field;
+  unsigned long flags = 0;
+  // Fields 3 (state) to 8, then 9 (flags).
+  for (int i = 3; i <= 8; ++i) fields >> field;
+  if (!(fields >> flags)) return false;
+  constexpr unsigned long kPfExiting = 0x4;
+  return (flags & kPfExiting) != 0;
+}
+
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kS = 1000 * kMs;
 constexpr int kCreateTimeoutMs = 10000;
@@ -37,6 +57,9 @@ constexpr int64_t kRecoverLimitNs = 90 * kS;   // every world formed again and m
 constexpr int64_t kSlowRecoveryNs = 15 * kS;  // said while waiting for a recovery
 constexpr int64_t kRecoverMessages = 3;        // deliveries on each world that show it moves
 constexpr int64_t kRedisSettleNs = 500 * kMs;  // after a Redis fault, before its PINGs count again
+// A break is judged once this old: a crash that explains it is noticed by
+// then.
+constexpr int64_t kJudgeAfterNs = 100 * kMs;
 constexpr auto kExitLimit = std::chrono::seconds(60);
 // Leaks: UCX closes a force-closed endpoint's socket from its progress
 // thread a moment after the world that held it is gone, so a sample may
@@ -61,6 +84,7 @@ class Driver {
         referee_(worlds_, bounds(cfg)),
         leaks_(std::clamp<int64_t>(static_cast<int64_t>(cfg.minutes * 60 * kS) / 5, 10 * kS, 120 * kS)),
         members_(static_cast<size_t>(cfg.processes)),
+        dying_since_(static_cast<size_t>(cfg.processes), 0),
         breaks_seen_(static_cast<size_t>(cfg.processes), 0),
         notes_seen_(static_cast<size_t>(cfg.processes), 0) {}
 
@@ -178,11 +202,14 @@ class Driver {
     spawn(m);
   }
 
-  // Judges what member m recorded since the last look.
-  void consume(int m) {
+  // Judges what member m recorded since the last look, up to breaks seen
+  // at `until_ns`.
+  void consume(int m, int64_t until_ns = INT64_MAX) {
     MemberSlot& slot = board_->members[m];
     int& b = breaks_seen_[static_cast<size_t>(m)];
-    for (const int n = std::min(slot.n_breaks.load(), kMaxBreaks); b < n; ++b) referee_.judge(m, slot.breaks[b]);
+    for (const int n = std::min(slot.n_breaks.load(), kMaxBreaks); b < n && slot.breaks[b].seen_ns <= until_ns; ++b) {
+      referee_.judge(m, slot.breaks[b]);
+    }
     int& k = notes_seen_[static_cast<size_t>(m)];
     for (const int n = std::min(slot.n_notes.load(), kMaxNotes); k < n; ++k) {
       referee_.violation("member " + std::to_string(m) + " said: " + slot.notes[k]);
@@ -213,22 +240,27 @@ class Driver {
     totals_.cancels_too_late += c.cancels_too_late.load();
   }
 
-  // One look at everything: records judged, processes that ended on their
-  // own reported as crashes and replaced.
+  // One look at everything: processes that ended on their own reported as
+  // crashes and replaced, then the records judged.
   void look() {
     checkSignal();
-    // Crashes first: the peers may have recorded the breaks a crash caused
-    // before this look, and those are its doing.
+    const int64_t now = monotonicNs();
     for (int m = 0; m < cfg_.processes; ++m) {
       Child& c = *members_[static_cast<size_t>(m)];
+      int64_t& dying = dying_since_[static_cast<size_t>(m)];
+      // A process is seen dying (PF_EXITING) by its peers before it can be
+      // reaped, and their breaks may be recorded meanwhile: they are its
+      // doing from the first sign on.
+      if (!dying && processExiting(c.pid())) dying = now;
       if (!c.running()) {
-        referee_.crashed(m, monotonicNs(), "(pid " + std::to_string(c.pid()) + "): " + c.describe());
+        referee_.crashed(m, dying ? dying : now, "(pid " + std::to_string(c.pid()) + "): " + c.describe());
         std::printf("#   crash: %s\n", c.describe().c_str());
         std::fflush(stdout);
+        dying = 0;
         replace(m);
       }
     }
-    for (int m = 0; m < cfg_.processes; ++m) consume(m);
+    for (int m = 0; m < cfg_.processes; ++m) consume(m, now - kJudgeAfterNs);
     if (!pinger_->running()) throw std::runtime_error(pinger_->describe());
   }
 
@@ -455,6 +487,7 @@ class Driver {
   std::unique_ptr<mwlab::SentinelGroup> redis_;
   std::unique_ptr<Child> pinger_;
   std::vector<std::unique_ptr<Child>> members_;
+  std::vector<int64_t> dying_since_;  // when a member process was first seen exiting on its own, 0 = not
   std::vector<int> breaks_seen_, notes_seen_;
   std::string mw_namespace_;
   SoakResult totals_;

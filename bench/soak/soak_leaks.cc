@@ -1,5 +1,6 @@
 #include "bench/soak/soak_leaks.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,38 +33,54 @@ void LeakWatch::started(int member, pid_t pid, int64_t started_ns) {
   p.started_ns = started_ns;
 }
 
+namespace {
+
+// Samples at each end that a process's growth is taken between, and the
+// least time between the two ends.
+constexpr size_t kEndSamples = 3;
+constexpr int64_t kLeastSpanNs = 60LL * 1000000000;
+
+ProcSample least(const std::vector<ProcSample>& v, size_t from, size_t to) {
+  ProcSample out = v[from];
+  for (size_t i = from; i < to; ++i) {
+    out.fds = std::min(out.fds, v[i].fds);
+    out.threads = std::min(out.threads, v[i].threads);
+    out.rss_kib = std::min(out.rss_kib, v[i].rss_kib);
+  }
+  return out;
+}
+
+}  // namespace
+
 void LeakWatch::sample(int member, pid_t pid, int64_t now_ns) {
   auto it = procs_.find(pid);
   if (it == procs_.end() || it->second.member != member || now_ns - it->second.started_ns < warmup_ns_) return;
   ProcSample s;
   if (!sampleProc(pid, &s)) return;
-  Proc& p = it->second;
-  if (!p.has_base) {
-    p.has_base = true;
-    p.base = s;
-    p.base_ns = now_ns;
-  }
-  p.last = s;
-  p.last_ns = now_ns;
+  it->second.at_ns.push_back(now_ns);
+  it->second.samples.push_back(s);
 }
 
 Growth LeakWatch::growth() const {
   Growth g;
   double worst_score = -1;
   for (const auto& [pid, p] : procs_) {
-    if (!p.has_base || p.last_ns <= p.base_ns) continue;
-    const int fds = p.last.fds - p.base.fds, threads = p.last.threads - p.base.threads;
-    const double rss = p.base.rss_kib > 0 ? 100.0 * (p.last.rss_kib - p.base.rss_kib) / p.base.rss_kib : 0;
+    const size_t n = p.samples.size();
+    if (n < 2 * kEndSamples || p.at_ns[n - kEndSamples] - p.at_ns[kEndSamples - 1] < kLeastSpanNs) continue;
+    const ProcSample base = least(p.samples, 0, kEndSamples), last = least(p.samples, n - kEndSamples, n);
+    const int fds = last.fds - base.fds, threads = last.threads - base.threads;
+    const double rss = base.rss_kib > 0 ? 100.0 * (last.rss_kib - base.rss_kib) / base.rss_kib : 0;
     g.fds = std::max(g.fds, fds);
     g.threads = std::max(g.threads, threads);
     g.rss_pct = std::max(g.rss_pct, rss);
+    ++g.processes;
     const double score = fds + threads * 10 + rss;
     if (score > worst_score) {
       worst_score = score;
       char text[240];
       std::snprintf(text, sizeof text, "member %d (pid %d): fds %d -> %d, threads %d -> %d, rss %ld -> %ld KiB over %.0f s",
-                    p.member, static_cast<int>(pid), p.base.fds, p.last.fds, p.base.threads, p.last.threads,
-                    p.base.rss_kib, p.last.rss_kib, (p.last_ns - p.base_ns) / 1e9);
+                    p.member, static_cast<int>(pid), base.fds, last.fds, base.threads, last.threads, base.rss_kib,
+                    last.rss_kib, (p.at_ns.back() - p.at_ns.front()) / 1e9);
       g.worst = text;
     }
   }

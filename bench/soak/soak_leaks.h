@@ -1,7 +1,9 @@
 // Leak watch over the soak's member processes: fds, threads and RSS read
 // from /proc at quiet moments (every world formed and moving, no fault
-// under way). A process's baseline is its first sample once it has run for
-// the warm-up; its growth is its latest sample against that.
+// under way). Samples count once a process has run for the warm-up. Its
+// growth is the least of its last few samples against the least of its
+// first few: a message burst or a socket UCX closes a moment later is
+// not a leak, and a leak still shows once it outgrows them.
 #pragma once
 
 #include <sys/types.h>
@@ -9,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace mwbench {
 namespace soak {
@@ -22,6 +25,7 @@ struct ProcSample {
 bool sampleProc(pid_t pid, ProcSample* out);
 
 struct Growth {
+  int processes = 0;  // sampled long enough to tell
   int fds = 0, threads = 0;
   double rss_pct = 0;
   std::string worst;  // "member 2 (pid 123): fds 40 -> 41, threads 9 -> 9, rss 51200 -> 52000 KiB over 610 s"
@@ -34,16 +38,16 @@ class LeakWatch {
   void started(int member, pid_t pid, int64_t started_ns);
   // A quiet moment: samples every process that is past its warm-up.
   void sample(int member, pid_t pid, int64_t now_ns);
-  // The largest growth of each kind over the processes that have a
-  // baseline and a later sample.
+  // The largest growth of each kind over the processes sampled long
+  // enough to tell.
   Growth growth() const;
 
  private:
   struct Proc {
     int member = 0;
-    int64_t started_ns = 0, base_ns = 0, last_ns = 0;
-    bool has_base = false;
-    ProcSample base, last;
+    int64_t started_ns = 0;
+    std::vector<int64_t> at_ns;
+    std::vector<ProcSample> samples;
   };
   int64_t warmup_ns_;
   std::map<pid_t, Proc> procs_;

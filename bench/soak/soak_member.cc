@@ -78,10 +78,20 @@ struct WorldSlot {
   bool want = false;              // main -> creator: form an incarnation
   bool busy = false;              // the creator is forming one
   mw_world_t* created = nullptr;  // creator -> main
-  bool event = false;             // the current world's break event came
-  int64_t event_ns = 0;
-  int blamed = -1;
-  char detail[200] = {0};
+  struct BreakEvent {
+    bool came = false;
+    int64_t ns = 0;
+    int blamed = -1;  // member id
+    char detail[200] = {0};
+  };
+  BreakEvent event;  // the current world's break event
+  // A break event of this world's name that came before its creator had
+  // the world (it can break while mw_world_create returns), with `closes`
+  // as it was then: it is the new world's once published, if that is the
+  // world it names and nothing was closed meanwhile.
+  BreakEvent early;
+  mw_world_t* early_world = nullptr;
+  uint64_t early_closes = 0;
 
   // Main thread only.
   mw_world_t* world = nullptr;
@@ -181,6 +191,9 @@ class Member {
           std::lock_guard<std::mutex> lock(s.mu);
           s.current.store(w);
           s.created = w;
+          if (s.early.came && s.early_world == w && s.early_closes == s.closes.load()) s.event = s.early;
+          s.early = WorldSlot::BreakEvent();
+          s.early_world = nullptr;
           break;
         }
         s.cell->create_failures.fetch_add(1);
@@ -206,17 +219,25 @@ class Member {
       switch (ev.type) {
         case MW_EVENT_WORLD_BROKEN:
           for (size_t i = 0; i < slots_.size(); ++i) {
-            auto& s = slots_[i];
-            std::lock_guard<std::mutex> lock(s->mu);
-            if (!ev.world || s->current.load() != ev.world || s->closes.load() != closes[i]) continue;
-            if (s->event) break;
-            s->event = true;
-            s->event_ns = now;
-            const auto& members = s->spec->members;
-            s->blamed = ev.peer_rank >= 0 && ev.peer_rank < static_cast<int>(members.size())
-                            ? members[static_cast<size_t>(ev.peer_rank)]
-                            : -1;
-            std::snprintf(s->detail, sizeof s->detail, "%.*s", static_cast<int>(sizeof s->detail - 1), ev.detail);
+            WorldSlot& s = *slots_[i];
+            if (!ev.world || s.spec->name != ev.world_name) continue;
+            WorldSlot::BreakEvent e;
+            e.came = true;
+            e.ns = now;
+            const auto& members = s.spec->members;
+            e.blamed = ev.peer_rank >= 0 && ev.peer_rank < static_cast<int>(members.size())
+                           ? members[static_cast<size_t>(ev.peer_rank)]
+                           : -1;
+            std::snprintf(e.detail, sizeof e.detail, "%.*s", static_cast<int>(sizeof e.detail - 1), ev.detail);
+            std::lock_guard<std::mutex> lock(s.mu);
+            if (s.closes.load() != closes[i]) break;  // an older incarnation's
+            if (s.current.load() == ev.world) {
+              if (!s.event.came) s.event = e;
+            } else {
+              s.early = e;
+              s.early_world = ev.world;
+              s.early_closes = closes[i];
+            }
             break;
           }
           break;
@@ -231,7 +252,7 @@ class Member {
 
   bool eventCame(WorldSlot& s) {
     std::lock_guard<std::mutex> lock(s.mu);
-    return s.event;
+    return s.event.came;
   }
 
   void loop() {
@@ -319,14 +340,8 @@ class Member {
         return;
       case kEnding:
         if (s.traffic->done()) {
-          closeWorld(s);
           cell.ended.fetch_add(1);
-          cell.churn_done.store(cell.churn_request.load());
-          if (stop) {
-            cell.state.store(kClosed);
-          } else {
-            requestCreate(s);
-          }
+          endIncarnation(s, stop);
           return;
         }
         if (s.traffic->brokenNs() || eventCame(s)) {
@@ -343,13 +358,7 @@ class Member {
         if (now - s.end_began_ns > kEndLimitNs) {
           notes_.note("world %s: its graceful end did not finish within %lld s", s.spec->name.c_str(),
                       static_cast<long long>(kEndLimitNs / 1000000000));
-          closeWorld(s);
-          cell.churn_done.store(cell.churn_request.load());
-          if (stop) {
-            cell.state.store(kClosed);
-          } else {
-            requestCreate(s);
-          }
+          endIncarnation(s, stop);
           return;
         }
         s.traffic->tick(now);
@@ -358,15 +367,8 @@ class Member {
         if (eventCame(s) || now - s.first_sign_ns > kEventWaitNs) {
           record(s);
           s.traffic->afterBreak();
-          closeWorld(s);
           cell.broke.fetch_add(1);
-          // A churn that a break ended is over too.
-          cell.churn_done.store(cell.churn_request.load());
-          if (stop) {
-            cell.state.store(kClosed);
-          } else {
-            requestCreate(s);
-          }
+          endIncarnation(s, stop);
         }
         return;
       default:
@@ -374,11 +376,23 @@ class Member {
     }
   }
 
+  // The incarnation is over, however it ended (a churn it ended is over
+  // too): the next one forms unless the run is over.
+  void endIncarnation(WorldSlot& s, bool stop) {
+    closeWorld(s);
+    s.cell->churn_done.store(s.cell->churn_request.load());
+    if (stop) {
+      s.cell->state.store(kClosed);
+    } else {
+      requestCreate(s);
+    }
+  }
+
   void toBroken(WorldSlot& s, int64_t now) {
     int64_t first = s.traffic->brokenNs();
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      if (s.event && (!first || s.event_ns < first)) first = s.event_ns;
+      if (s.event.came && (!first || s.event.ns < first)) first = s.event.ns;
     }
     s.first_sign_ns = first ? first : now;
     s.cell->state.store(kBroken);
@@ -396,9 +410,9 @@ class Member {
     r.during_end = s.during_end ? 1 : 0;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      r.has_event = s.event ? 1 : 0;
-      r.blamed = s.event ? s.blamed : -1;
-      std::snprintf(r.detail, sizeof r.detail, "%s", s.event ? s.detail : "");
+      r.has_event = s.event.came ? 1 : 0;
+      r.blamed = s.event.blamed;
+      std::snprintf(r.detail, sizeof r.detail, "%s", s.event.detail);
     }
     slot_.n_breaks.store(n + 1);
   }
@@ -410,10 +424,7 @@ class Member {
       std::lock_guard<std::mutex> lock(s.mu);
       s.closes.fetch_add(1);
       s.current.store(nullptr);
-      s.event = false;
-      s.event_ns = 0;
-      s.blamed = -1;
-      s.detail[0] = '\0';
+      s.event = WorldSlot::BreakEvent();
     }
     if (mw_world_destroy(s.world) != MW_OK) {
       notes_.note("world %s: mw_world_destroy: %s", s.spec->name.c_str(), mw_last_error());

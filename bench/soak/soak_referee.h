@@ -39,8 +39,8 @@ class Referee {
   // Every world formed again and moving: the fault's window closes, and
   // who missed its breaks is judged. All records must be judged first.
   void close(int64_t now_ns);
-  // A member process that exited on its own at `ns`: a crash. Breaks of
-  // its worlds near then are its doing.
+  // A member process that exited on its own, first seen dying at `ns`: a
+  // crash. Breaks of its worlds near then are its doing.
   void crashed(int member, int64_t ns, const std::string& how);
 
   // One break record of `member`.

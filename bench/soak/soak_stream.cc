@@ -5,10 +5,10 @@
 // marked last message each way that says how many came before it.
 #include <algorithm>
 #include <cstring>
-#include <set>
 #include <vector>
 
 #include "bench/soak/soak_traffic.h"
+#include "tools/lab/checked_payload.h"
 
 namespace mwbench {
 namespace soak {
@@ -26,13 +26,8 @@ struct Header {
 constexpr size_t kHeaderWords = sizeof(Header) / 4;
 constexpr int kWindow = 4;
 
-uint32_t patternWord(uint32_t world, uint32_t from, uint64_t seq, size_t i) {
-  uint64_t x = (static_cast<uint64_t>(world) << 56) ^ (static_cast<uint64_t>(from) << 48) ^ (seq << 16) ^ i;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return static_cast<uint32_t>(x);
-}
+// The pattern's key: the sender in its world.
+uint64_t patternKey(uint32_t world, uint32_t from) { return static_cast<uint64_t>(world) << 8 | from; }
 
 class Stream : public WorldTraffic {
  public:
@@ -52,8 +47,8 @@ class Stream : public WorldTraffic {
     now_ = now;
     world_ = w;
     tag_ = (tag_ + 1) & 0xffff;
-    next_seq_ = expected_ = peer_total_ = 0;
-    ahead_.clear();
+    next_seq_ = peer_total_ = 0;
+    seen_.reset();
     ending_ = end_posted_ = end_acked_ = end_received_ = false;
     broken_ns_ = 0;
     next_post_ = now;
@@ -142,9 +137,7 @@ class Stream : public WorldTraffic {
 
   void afterBreak() override {
     // A message after a hole arrived, the one in the hole never did.
-    if (!ahead_.empty()) {
-      cell_.lost.fetch_add(static_cast<int64_t>(*ahead_.rbegin() + 1 - expected_ - ahead_.size()));
-    }
+    cell_.lost.fetch_add(static_cast<int64_t>(seen_.holes()));
   }
 
   void releaseAfterDestroy() override {
@@ -176,7 +169,7 @@ class Stream : public WorldTraffic {
     Slot& s = *it;
     const Header h{next_seq_, static_cast<uint32_t>(member_), static_cast<uint32_t>(index_), last ? 1u : 0u, 0, 0};
     std::memcpy(s.buf.data(), &h, sizeof h);
-    for (size_t w = kHeaderWords; w < s.buf.size(); ++w) s.buf[w] = patternWord(h.world, h.from, h.seq, w);
+    for (size_t w = kHeaderWords; w < s.buf.size(); ++w) s.buf[w] = mwlab::patternWord(patternKey(h.world, h.from), h.seq, w);
     const mw_status_t st = mw_send_async(world_, s.buf.data(), s.buf.size(), MW_UINT32, peer_rank_, &s.req);
     if (st != MW_OK) {
       s.req = nullptr;
@@ -219,35 +212,31 @@ class Stream : public WorldTraffic {
     if (h.last) {
       end_received_ = true;
       peer_total_ = h.seq;
-      const uint64_t seen = expected_ + ahead_.size();
-      if (peer_total_ > seen) cell_.lost.fetch_add(static_cast<int64_t>(peer_total_ - seen));
+      if (peer_total_ > seen_.distinct()) cell_.lost.fetch_add(static_cast<int64_t>(peer_total_ - seen_.distinct()));
       return;
     }
     for (size_t w = kHeaderWords; w < s.buf.size(); ++w) {
-      if (s.buf[w] != patternWord(h.world, h.from, h.seq, w)) {
+      if (s.buf[w] != mwlab::patternWord(patternKey(h.world, h.from), h.seq, w)) {
         cell_.corrupt.fetch_add(1);
         notes_.note("world %s: message %llu corrupt at word %zu", spec_.name.c_str(),
                     static_cast<unsigned long long>(h.seq), w);
         return;
       }
     }
-    if (h.seq < expected_ || ahead_.count(h.seq)) {
-      cell_.duplicated.fetch_add(1);
-      notes_.note("world %s: message %llu again (expected %llu)", spec_.name.c_str(),
-                  static_cast<unsigned long long>(h.seq), static_cast<unsigned long long>(expected_));
-      return;
-    }
-    if (h.seq > expected_) {
-      cell_.reordered.fetch_add(1);
-      notes_.note("world %s: message %llu before %llu", spec_.name.c_str(), static_cast<unsigned long long>(h.seq),
-                  static_cast<unsigned long long>(expected_));
-      ahead_.insert(h.seq);
-    } else {
-      ++expected_;
-      while (!ahead_.empty() && *ahead_.begin() == expected_) {
-        ahead_.erase(ahead_.begin());
-        ++expected_;
-      }
+    const uint64_t expected = seen_.expected();
+    switch (seen_.add(h.seq)) {
+      case mwlab::SequenceCheck::Again:
+        cell_.duplicated.fetch_add(1);
+        notes_.note("world %s: message %llu again (expected %llu)", spec_.name.c_str(),
+                    static_cast<unsigned long long>(h.seq), static_cast<unsigned long long>(expected));
+        return;
+      case mwlab::SequenceCheck::Early:
+        cell_.reordered.fetch_add(1);
+        notes_.note("world %s: message %llu before %llu", spec_.name.c_str(), static_cast<unsigned long long>(h.seq),
+                    static_cast<unsigned long long>(expected));
+        break;
+      case mwlab::SequenceCheck::InOrder:
+        break;
     }
     cell_.delivered.fetch_add(1);
   }
@@ -260,8 +249,8 @@ class Stream : public WorldTraffic {
   mw_world_t* world_ = nullptr;
   uint32_t tag_ = 0;
   std::vector<Slot> sends_, recvs_;
-  uint64_t next_seq_ = 0, expected_ = 0, peer_total_ = 0, posts_ = 0;
-  std::set<uint64_t> ahead_;  // received beyond a hole
+  uint64_t next_seq_ = 0, peer_total_ = 0, posts_ = 0;
+  mwlab::SequenceCheck seen_;
   bool ending_ = false, end_posted_ = false, end_acked_ = false, end_received_ = false;
   int64_t broken_ns_ = 0, next_post_ = 0, now_ = 0;
 };

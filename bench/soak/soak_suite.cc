@@ -69,8 +69,12 @@ void printResult(const SoakResult& r, const std::string& replay) {
   std::printf("# redis: %lld PINGs, %lld failed, %lld slower than 50 ms, worst %.1f ms\n",
               static_cast<long long>(r.pings), static_cast<long long>(r.ping_failures),
               static_cast<long long>(r.ping_slow), r.ping_worst_ms);
-  std::printf("# leaks: fd_growth %d, thread_growth %d, rss_growth_pct %.2f%s%s\n", r.growth.fds, r.growth.threads,
-              r.growth.rss_pct, r.growth.worst.empty() ? "" : "; largest: ", r.growth.worst.c_str());
+  if (r.growth.processes == 0) {
+    std::printf("# leaks: not judged: no member process was sampled long enough after its warm-up\n");
+  } else {
+    std::printf("# leaks over %d processes: fd_growth %d, thread_growth %d, rss_growth_pct %.2f; largest: %s\n",
+                r.growth.processes, r.growth.fds, r.growth.threads, r.growth.rss_pct, r.growth.worst.c_str());
+  }
   std::printf("soak: duration %.0f s, crashes %d, lost %lld, duplicated %lld, reordered %lld, corrupt %lld, "
               "false_breaks %d, missed_breaks %d, violations %zu\n",
               r.duration_s, r.crashes, static_cast<long long>(r.lost), static_cast<long long>(r.duplicated),
@@ -113,6 +117,7 @@ bool writeResult(const BenchOptions& opt, const SoakConfig& cfg, const SoakResul
   push("fd_growth", jnum(r.growth.fds));
   push("thread_growth", jnum(r.growth.threads));
   push("rss_growth_pct", jnum(r.growth.rss_pct));
+  push("leak_processes", jnum(r.growth.processes));
   push("checked", jnum(static_cast<double>(r.delivered)));
   push("redis_ping_worst_ms", jnum(r.ping_worst_ms));
   push("redis_ping_slow", jnum(static_cast<double>(r.ping_slow)));

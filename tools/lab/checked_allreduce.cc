@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "tools/lab/checked_member.h"
+#include "tools/lab/checked_payload.h"
 #include "tools/lab/checked_traffic.h"
 
 namespace mwlab {
@@ -13,17 +14,10 @@ using checked::Member;
 
 // ---- the allreduce loop -----------------------------------------------------------
 
-// Each rank's contribution sits in a 20-bit field of its own: the sum shows
-// each member's part separately. A part is ((iteration % 1024) << 3 | i % 7) + 1.
-constexpr int kFieldBits = 20;
-constexpr uint64_t kFieldMask = (1ULL << kFieldBits) - 1;
-
-uint64_t part(int64_t iteration, size_t i) { return ((static_cast<uint64_t>(iteration % 1024) << 3) | (i % 7)) + 1; }
-
 }  // namespace
 
 int runCheckedAllreduce(const TrafficSpec& spec, MemberBoard& board, const std::atomic<int>& stop) {
-  if (spec.size * kFieldBits > 64 || spec.message_bytes < 16) {
+  if (spec.size > kSumMaxRanks || spec.message_bytes < 16) {
     std::fprintf(stderr, "checked allreduce: at most 3 members and 16 bytes\n");
     return 1;
   }
@@ -42,7 +36,7 @@ int runCheckedAllreduce(const TrafficSpec& spec, MemberBoard& board, const std::
       m.drainEvents();
     }
     next_post = std::max(next_post + spec.interval_us * 1000LL, monotonicNs() - spec.interval_us * 1000LL);
-    for (size_t i = 0; i < votes; ++i) in[i] = part(it, i) << (kFieldBits * spec.rank);
+    for (size_t i = 0; i < votes; ++i) in[i] = sumInput(static_cast<uint64_t>(it), i, spec.rank);
     in[votes] = stop.load() ? 1 : 0;
     std::fill(out.begin(), out.end(), 0);
     const int64_t posted = monotonicNs();
@@ -79,28 +73,12 @@ int runCheckedAllreduce(const TrafficSpec& spec, MemberBoard& board, const std::
       board.errors.fetch_add(1);
       break;
     }
-    bool lost = false, dup = false, other = false, corrupt = false;
-    for (size_t i = 0; i < votes; ++i) {
-      const uint64_t want = part(it, i);
-      for (int r = 0; r < spec.size; ++r) {
-        const uint64_t f = (out[i] >> (kFieldBits * r)) & kFieldMask;
-        if (f == want) continue;
-        if (f == 0) {
-          lost = true;
-        } else if (f % want == 0) {
-          dup = true;
-        } else if (((f - 1) & 7) == i % 7) {
-          other = true;
-        } else {
-          corrupt = true;
-        }
-      }
-    }
-    board.lost.fetch_add(lost);
-    board.duplicated.fetch_add(dup);
-    board.reordered.fetch_add(other);
-    board.corrupt.fetch_add(corrupt);
-    if (!(lost || dup || other || corrupt)) m.delivered(posted);
+    const SumVerdict v = judgeSum(out.data(), votes, static_cast<uint64_t>(it), spec.size);
+    board.lost.fetch_add(v.lost);
+    board.duplicated.fetch_add(v.doubled);
+    board.reordered.fetch_add(v.other_iteration);
+    board.corrupt.fetch_add(v.corrupt);
+    if (v.ok()) m.delivered(posted);
     if (out[votes] > 0) break;
   }
   m.markDone();

@@ -1,9 +1,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <set>
 
 #include "tools/lab/checked_member.h"
+#include "tools/lab/checked_payload.h"
 #include "tools/lab/checked_traffic.h"
 
 namespace mwlab {
@@ -21,14 +21,6 @@ struct Header {
   uint32_t last;  // 1: the sender's last message; seq = how many came before it
 };
 constexpr size_t kHeaderWords = sizeof(Header) / 4;
-
-uint32_t streamWord(uint32_t from, uint64_t seq, size_t i) {
-  uint64_t x = (static_cast<uint64_t>(from) << 56) ^ (seq << 16) ^ i;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return static_cast<uint32_t>(x);
-}
 
 struct Slot {
   std::vector<uint32_t> buf;
@@ -90,7 +82,7 @@ class Stream {
     Slot& s = sends_[i];
     Header h{next_seq_, monotonicNs(), static_cast<uint32_t>(spec_.rank), last ? 1u : 0u};
     std::memcpy(s.buf.data(), &h, sizeof h);
-    for (size_t w = kHeaderWords; w < s.buf.size(); ++w) s.buf[w] = streamWord(h.from, h.seq, w);
+    for (size_t w = kHeaderWords; w < s.buf.size(); ++w) s.buf[w] = patternWord(h.from, h.seq, w);
     mw_status_t st = mw_send_async(m_.world(), s.buf.data(), s.buf.size(), MW_UINT32, 1 - spec_.rank, &s.req);
     if (st != MW_OK) {
       s.req = nullptr;
@@ -168,38 +160,34 @@ class Stream {
       return;
     }
     for (size_t w = kHeaderWords; w < s.buf.size(); ++w) {
-      if (s.buf[w] != streamWord(h.from, h.seq, w)) {
+      if (s.buf[w] != patternWord(h.from, h.seq, w)) {
         std::fprintf(stderr, "checked stream %s rank %d: message %llu corrupt at word %zu\n", spec_.world.c_str(),
                      spec_.rank, static_cast<unsigned long long>(h.seq), w);
         board_.corrupt.fetch_add(1);
         return;
       }
     }
-    if (h.seq < expected_ || ahead_.count(h.seq)) {
-      board_.duplicated.fetch_add(1);
-      return;
-    }
-    if (h.seq > expected_) {
-      board_.reordered.fetch_add(1);
-      ahead_.insert(h.seq);
-    } else {
-      ++expected_;
-      while (!ahead_.empty() && *ahead_.begin() == expected_) {
-        ahead_.erase(ahead_.begin());
-        ++expected_;
-      }
+    switch (seen_.add(h.seq)) {
+      case SequenceCheck::Again:
+        board_.duplicated.fetch_add(1);
+        return;
+      case SequenceCheck::Early:
+        board_.reordered.fetch_add(1);
+        break;
+      case SequenceCheck::InOrder:
+        break;
     }
     m_.delivered(h.posted_ns);
   }
 
-  int64_t distinctSeen() const { return static_cast<int64_t>(expected_ + ahead_.size()); }
+  int64_t distinctSeen() const { return static_cast<int64_t>(seen_.distinct()); }
 
   const TrafficSpec& spec_;
   MemberBoard& board_;
   Member m_;
   std::vector<Slot> sends_, recvs_;
-  uint64_t next_seq_ = 0, expected_ = 0, peer_total_ = 0;
-  std::set<uint64_t> ahead_;  // received beyond a gap
+  uint64_t next_seq_ = 0, peer_total_ = 0;
+  SequenceCheck seen_;
   bool ending_ = false, end_posted_ = false, end_acked_ = false, end_received_ = false;
 };
 
