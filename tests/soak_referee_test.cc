@@ -137,10 +137,14 @@ TEST_F(RefereeTest, ABreakThatBlamesAnotherMemberIsFalse) {
   EXPECT_EQ(ref.falseBreaks(), 1);
 }
 
-TEST_F(RefereeTest, TheMemberCutOffMayBlameAnyPeer) {
+TEST_F(RefereeTest, TheMemberAtFaultMayBlameAnyPeer) {
   ref.begin(fault(FaultKind::CutAllRails, 1), 1000 * kMs);
   ref.judge(1, record(0, 10, 2000, 0));
-  EXPECT_EQ(ref.falseBreaks(), 0);
+  ref.close(3000 * kMs);
+  ref.begin(fault(FaultKind::SigstopLong, 1), 4000 * kMs);
+  ref.judge(1, record(1, 10, 6000, 2));
+  ref.judge(2, record(1, 10, 5000, -1));  // a peer must name it
+  EXPECT_EQ(ref.falseBreaks(), 1);
 }
 
 TEST_F(RefereeTest, BreaksWithoutAFaultAndAfterItsWindowAreFalse) {

@@ -117,10 +117,12 @@ void Referee::judge(int member, const BreakRecord& r) {
   }
   if (explainedByCrash(r)) return;
   if (of_fault) {
-    const bool self_cut = fault_.kind == FaultKind::CutAllRails && member == fault_.member;
-    if (!self_cut && r.blamed != fault_.member) {
+    // The member at fault (cut off, or back from a stop) may name any peer:
+    // what counts is that its peers name it.
+    if (member != fault_.member && r.blamed != fault_.member) {
       ++false_breaks_;
-      violation("false break: " + std::string(where) + ": the fault was on member " + std::to_string(fault_.member));
+      violation("false break: " + std::string(where) + (r.blamed < 0 ? ": it names no member" : "") +
+                ": the fault was on member " + std::to_string(fault_.member));
       return;
     }
     ++fault_breaks_;
