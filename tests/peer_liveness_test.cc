@@ -32,6 +32,16 @@ TEST_F(PeerLivenessTest, TheSameBeatForTheTimeoutIsOverdue) {
   EXPECT_NE(live_.describe(1, "peer", beat(1), t_).find("holds beat 1"), std::string::npos);
 }
 
+TEST_F(PeerLivenessTest, SeenRestartsTheTimeoutWithoutANewBeat) {
+  EXPECT_FALSE(tick(beat(1)));
+  for (int i = 0; i < 8; ++i) EXPECT_FALSE(tick(beat(1))) << i;
+  live_.seen("peer", t_);  // it formed a world with us: alive now
+  for (int i = 0; i < 9; ++i) EXPECT_FALSE(tick(beat(1))) << i;
+  EXPECT_TRUE(tick(beat(1)));
+  live_.seen("peer", t_ - 5000ms);  // an older proof changes nothing
+  EXPECT_TRUE(tick(beat(1)));
+}
+
 TEST_F(PeerLivenessTest, AKeyLostAndWrittenAgainIsAlive) {
   EXPECT_FALSE(tick(beat(1)));
   for (int round = 0; round < 5; ++round) {

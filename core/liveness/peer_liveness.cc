@@ -42,6 +42,11 @@ void PeerLiveness::restart(Clock::time_point at) {
   for (auto& [member, peer] : peers_) peer.changed = at;
 }
 
+void PeerLiveness::seen(const std::string& member, Clock::time_point at) {
+  auto it = peers_.find(member);
+  if (it != peers_.end() && it->second.changed < at) it->second.changed = at;
+}
+
 void PeerLiveness::retain(const std::set<std::string>& members) {
   for (auto it = peers_.begin(); it != peers_.end();) {
     it = members.count(it->first) ? std::next(it) : peers_.erase(it);

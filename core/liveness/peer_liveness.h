@@ -40,6 +40,9 @@ class PeerLiveness {
   // Judges every known peer from `at` on, as if each had just been seen:
   // after a failover, what the old master last showed says nothing.
   void restart(Clock::time_point at);
+  // Judges `member` from `at` on (if that is later than its last new
+  // beat): it gave other proof of life then.
+  void seen(const std::string& member, Clock::time_point at);
 
   // Forgets peers not in `members`.
   void retain(const std::set<std::string>& members);

@@ -78,8 +78,10 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::watch(const std::shared_ptr<World>& w) {
+  const auto now = Clock::now();
   std::lock_guard<std::mutex> lock(m_);
   worlds_[w.get()] = Watched{w, w->name(), w->epoch(), w->rank(), w->members(), std::nullopt};
+  for (const auto& m : w->members()) formed_.emplace_back(m, now);
 }
 
 void Watchdog::unwatch(const World* w) {
@@ -226,13 +228,20 @@ void Watchdog::setPathsReport(std::function<std::string()> report) {
 
 void Watchdog::tick() {
   std::vector<Watched> worlds, unsettled;
+  std::vector<std::pair<std::string, Clock::time_point>> formed;
   {
     std::lock_guard<std::mutex> lock(m_);
     for (auto& [ptr, w] : worlds_) {
       worlds.push_back(w);
       if (!w.settled) unsettled.push_back(w);
     }
+    formed.swap(formed_);
   }
+  // A member that just formed a world with this one committed to it in
+  // Redis: whatever its heartbeat showed before (it was stopped, its old
+  // worlds broke), it is judged from then on; else a world re-formed with a
+  // member back from a stop would break at the first tick on stale beats.
+  for (const auto& [member, at] : formed) liveness_.seen(member, at);
   std::set<std::string> peers;
   for (const auto& w : unsettled) {
     for (size_t r = 0; r < w.members.size(); ++r) {

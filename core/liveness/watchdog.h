@@ -110,6 +110,9 @@ class Watchdog {
 
   mutable std::mutex m_;
   std::map<const World*, Watched> worlds_;
+  // Members of worlds formed since the last tick, with when: forming is
+  // proof of life, so the watchdog thread judges them from then on.
+  std::vector<std::pair<std::string, Clock::time_point>> formed_;
   std::function<std::string()> paths_report_;
   bool stop_ = false;
   int wake_fd_ = -1;  // eventfd
