@@ -29,7 +29,10 @@ constexpr int64_t kEventWaitNs = 3000 * kMs;
 constexpr int64_t kEndLimitNs = 20000 * kMs;  // a graceful end
 constexpr int64_t kDepartureGraceNs = 500 * kMs;
 constexpr int64_t kCreateRetryNs = 200 * kMs;
-constexpr int kCreateFailuresNoted = 10;      // in a row, then said once
+// Creation fails while a peer is dead, stopped or cut off, or Redis fails
+// over (MW_ERR_STORE until the new master is found); failing for this long
+// is said once.
+constexpr int64_t kCreateStuckNs = 60000 * kMs;
 constexpr int64_t kContextLimitNs = 60000 * kMs;
 
 class BoardNotes : public Notes {
@@ -182,7 +185,8 @@ class Member {
         s.want = false;
         s.busy = true;
       }
-      for (int failures = 0;;) {
+      const int64_t began = monotonicNs();
+      for (bool said = false;;) {
         if (quit_.load() || board_.stop.load()) break;
         mw_world_t* w = nullptr;
         const mw_status_t st = mw_world_create(ctx_, s.spec->name.c_str(), s.rank, static_cast<int>(s.spec->members.size()),
@@ -197,9 +201,11 @@ class Member {
           break;
         }
         s.cell->create_failures.fetch_add(1);
-        if (++failures == kCreateFailuresNoted) {
-          notes_.note("world %s: %d creates failed in a row, the last with %s: %s", s.spec->name.c_str(), failures,
-                      mw_status_string(st), mw_last_error());
+        if (!said && monotonicNs() - began > kCreateStuckNs) {
+          said = true;
+          notes_.note("world %s: creates failed for %lld s, the last with %s: %s", s.spec->name.c_str(),
+                      static_cast<long long>((monotonicNs() - began) / 1000000000), mw_status_string(st),
+                      mw_last_error());
         }
         std::unique_lock<std::mutex> lock(s.mu);
         s.cv.wait_for(lock, std::chrono::nanoseconds(kCreateRetryNs), [&] { return quit_.load(); });
