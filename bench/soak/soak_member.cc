@@ -1,5 +1,6 @@
 #include "bench/soak/soak_member.h"
 
+#include <poll.h>
 #include <time.h>
 
 #include <algorithm>
@@ -70,9 +71,10 @@ struct WorldSlot {
   // The world the event thread matches events against: set by the creator
   // when a create succeeds, cleared by the main thread before it destroys.
   std::atomic<mw_world_t*> current{nullptr};
-  // Bumped before each destroy. An event taken while an older incarnation
-  // lived may name its handle, which the next incarnation can reuse: the
-  // event thread drops a match when this moved since it began to wait.
+  // Bumped once each destroy returned. An event taken while an older
+  // incarnation lived may name its handle, which the next incarnation can
+  // reuse: the event thread reads this just before it takes an event, and
+  // drops a match when it has moved since.
   std::atomic<uint64_t> closes{0};
 
   // Guarded by mu.
@@ -218,9 +220,22 @@ class Member {
   void eventLoop() {
     mw_event_t ev;
     std::vector<uint64_t> closes(slots_.size());
+    int fd = -1;
+    if (mw_context_fd(ctx_, &fd) != MW_OK) {
+      notes_.note("mw_context_fd: %s", mw_last_error());
+      return;
+    }
     while (!quit_.load()) {
+      // Waits outside the library, so that what `closes` says is read at
+      // the moment the event is taken, not before a long wait.
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
       for (size_t i = 0; i < slots_.size(); ++i) closes[i] = slots_[i]->closes.load();
-      if (mw_next_event(ctx_, &ev, 100) != MW_OK) continue;
+      if (mw_next_event(ctx_, &ev, 0) != MW_OK) {
+        // Readable for completions the main thread has yet to take.
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        continue;
+      }
       const int64_t now = monotonicNs();
       switch (ev.type) {
         case MW_EVENT_WORLD_BROKEN:
@@ -428,13 +443,13 @@ class Member {
   void closeWorld(WorldSlot& s) {
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      s.closes.fetch_add(1);
       s.current.store(nullptr);
       s.event = WorldSlot::BreakEvent();
     }
     if (mw_world_destroy(s.world) != MW_OK) {
       notes_.note("world %s: mw_world_destroy: %s", s.spec->name.c_str(), mw_last_error());
     }
+    s.closes.fetch_add(1);
     s.world = nullptr;
     s.traffic->releaseAfterDestroy();
   }
