@@ -6,17 +6,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <new>
-#include <sstream>
 #include <stdexcept>
 
 #include "bench/fault_processes.h"
 #include "bench/soak/soak_board.h"
 #include "bench/soak/soak_member.h"
 #include "bench/soak/soak_pinger.h"
+#include "bench/soak/soak_progress.h"
 #include "bench/soak/soak_referee.h"
 #include "bench/soak/soak_topology.h"
 #include "tools/lab/checked_traffic.h"
@@ -31,31 +30,12 @@ namespace {
 
 using mwlab::monotonicNs;
 
-// Whether the kernel has begun to end the process (PF_EXITING in field 9
-// of /proc/<pid>/stat), which is what its peers on this host go by.
-bool processExiting(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return false;
-  const size_t comm_end = stat.rfind(')');
-  if (comm_end == std::string::npos) return false;
-  std::istringstream fields(stat.substr(comm_end + 2));
-  std::string field;
-  unsigned long flags = 0;
-  // Fields 3 (state) to 8, then 9 (flags).
-  for (int i = 3; i <= 8; ++i) fields >> field;
-  if (!(fields >> flags)) return false;
-  constexpr unsigned long kPfExiting = 0x4;
-  return (flags & kPfExiting) != 0;
-}
-
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kS = 1000 * kMs;
 constexpr int kCreateTimeoutMs = 10000;
 constexpr int64_t kFormLimitNs = 120 * kS;     // the first formation of every world
 constexpr int64_t kRecoverLimitNs = 90 * kS;   // every world formed again and moving after a fault
 constexpr int64_t kSlowRecoveryNs = 15 * kS;  // said while waiting for a recovery
-constexpr int64_t kRecoverMessages = 3;        // deliveries on each world that show it moves
 constexpr int64_t kRedisSettleNs = 500 * kMs;  // after a Redis fault, before its PINGs count again
 // A break is judged once this old: a crash that explains it is noticed by
 // then.
@@ -82,6 +62,7 @@ class Driver {
       : cfg_(cfg),
         worlds_(makeTopology(cfg.processes, "soak")),
         referee_(worlds_, bounds(cfg)),
+        progress_(*board_, worlds_, cfg.processes),
         leaks_(std::clamp<int64_t>(static_cast<int64_t>(cfg.minutes * 60 * kS) / 5, 10 * kS, 120 * kS)),
         members_(static_cast<size_t>(cfg.processes)),
         dying_since_(static_cast<size_t>(cfg.processes), 0),
@@ -93,10 +74,10 @@ class Driver {
     const int64_t origin = monotonicNs();
     referee_.setOrigin(origin);
     for (int m = 0; m < cfg_.processes; ++m) spawn(m);
-    const Since zero = snapshot();
-    if (!waitFor([&] { return everyWorldMoves(zero); }, kFormLimitNs)) {
+    const Progress::Since zero = progress_.mark();
+    if (!waitFor([&] { return progress_.everyWorldMoves(zero); }, kFormLimitNs)) {
       referee_.violation("the worlds did not all form within " + std::to_string(kFormLimitNs / kS) +
-                         " s: " + stuckWorlds(zero));
+                         " s: " + progress_.stuck(zero));
     }
     std::printf("# every world formed in %.1f s\n", (monotonicNs() - origin) / 1e9);
     std::fflush(stdout);
@@ -282,56 +263,6 @@ class Driver {
     }
   }
 
-  // Deliveries so far on every (member, world) cell, by the process in
-  // the member's slot then.
-  struct Since {
-    std::vector<int> generation;
-    std::vector<int64_t> delivered;
-  };
-  Since snapshot() const {
-    Since s;
-    for (int m = 0; m < cfg_.processes; ++m) {
-      s.generation.push_back(board_->members[m].generation.load());
-      for (int w = 0; w < kMaxWorlds; ++w) s.delivered.push_back(board_->members[m].cells[w].delivered.load());
-    }
-    return s;
-  }
-
-  bool cellMoves(int m, int w, const Since& since) const {
-    const MemberSlot& slot = board_->members[m];
-    const Cell& c = slot.cells[w];
-    // A process that took the slot since counts from zero.
-    const int64_t base = slot.generation.load() == since.generation[static_cast<size_t>(m)]
-                             ? since.delivered[static_cast<size_t>(m * kMaxWorlds + w)]
-                             : 0;
-    return c.state.load() == kRunning && c.delivered.load() >= base + kRecoverMessages &&
-           c.churn_done.load() == c.churn_request.load() && c.cancel_done.load() == c.cancel_request.load();
-  }
-
-  bool everyWorldMoves(const Since& since) const {
-    for (int m = 0; m < cfg_.processes; ++m) {
-      for (int w : worldsOf(worlds_, m)) {
-        if (!cellMoves(m, w, since)) return false;
-      }
-    }
-    return true;
-  }
-
-  std::string stuckWorlds(const Since& since) const {
-    static const char* const kStates[] = {"absent", "forming", "running", "ending", "broken", "closed"};
-    std::string out;
-    for (int m = 0; m < cfg_.processes; ++m) {
-      for (int w : worldsOf(worlds_, m)) {
-        if (cellMoves(m, w, since)) continue;
-        const Cell& c = board_->members[m].cells[w];
-        out += (out.empty() ? "" : ", ") + worlds_[static_cast<size_t>(w)].name + " on member " + std::to_string(m) +
-               " " + kStates[std::clamp(c.state.load(), 0, 5)] + " (" + std::to_string(c.create_failures.load()) +
-               " failed creates)";
-      }
-    }
-    return out;
-  }
-
   void runFault(const Fault& f) {
     ++faults_[faultName(f.kind)];
     const int64_t start = monotonicNs();
@@ -340,17 +271,17 @@ class Driver {
     if (redis) board_->ping.quiet.store(1);
     act(f);
     referee_.restored(monotonicNs());
-    const Since since = snapshot();
-    bool ok = waitFor([&] { return everyWorldMoves(since); }, kSlowRecoveryNs);
+    const Progress::Since since = progress_.mark();
+    bool ok = waitFor([&] { return progress_.everyWorldMoves(since); }, kSlowRecoveryNs);
     if (!ok) {
       std::printf("#   still waiting after %lld s: %s\n", static_cast<long long>(kSlowRecoveryNs / kS),
-                  stuckWorlds(since).c_str());
+                  progress_.stuck(since).c_str());
       std::fflush(stdout);
-      ok = waitFor([&] { return everyWorldMoves(since); }, kRecoverLimitNs - kSlowRecoveryNs);
+      ok = waitFor([&] { return progress_.everyWorldMoves(since); }, kRecoverLimitNs - kSlowRecoveryNs);
     }
     if (!ok) {
       referee_.violation("not every world formed again and moved within " + std::to_string(kRecoverLimitNs / kS) +
-                         " s: " + stuckWorlds(since));
+                         " s: " + progress_.stuck(since));
     }
     for (int m = 0; m < cfg_.processes; ++m) consume(m);
     referee_.close(monotonicNs());
@@ -482,6 +413,7 @@ class Driver {
   const std::vector<WorldSpec> worlds_;
   mwlab::Shared<Board> board_;
   Referee referee_;
+  Progress progress_;
   LeakWatch leaks_;
   std::unique_ptr<mwlab::Rails> rails_;
   std::unique_ptr<mwlab::SentinelGroup> redis_;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace mwbench {
 namespace soak {
@@ -24,6 +25,22 @@ bool sampleProc(pid_t pid, ProcSample* out) {
     ++out->fds;
   }
   return threads && rss && !ec;
+}
+
+bool processExiting(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  const size_t comm_end = stat.rfind(')');
+  if (comm_end == std::string::npos) return false;
+  std::istringstream fields(stat.substr(comm_end + 2));
+  std::string field;
+  unsigned long flags = 0;
+  // Fields 3 (state) to 8, then 9 (flags).
+  for (int i = 3; i <= 8; ++i) fields >> field;
+  if (!(fields >> flags)) return false;
+  constexpr unsigned long kPfExiting = 0x4;
+  return (flags & kPfExiting) != 0;
 }
 
 void LeakWatch::started(int member, pid_t pid, int64_t started_ns) {

@@ -1,4 +1,5 @@
-// Leak watch over the soak's member processes: fds, threads and RSS read
+// What /proc says about the soak's member processes: whether one is
+// exiting, and the leak watch: fds, threads and RSS read
 // from /proc at quiet moments (every world formed and moving, no fault
 // under way). Samples count once a process has run for the warm-up. Its
 // growth is the least of its last few samples against the least of its
@@ -23,6 +24,9 @@ struct ProcSample {
 
 // False when the process is gone or /proc could not be read.
 bool sampleProc(pid_t pid, ProcSample* out);
+// Whether the kernel has begun to end the process (PF_EXITING in field 9
+// of /proc/<pid>/stat), which is what its peers on this host go by.
+bool processExiting(pid_t pid);
 
 struct Growth {
   int processes = 0;  // sampled long enough to tell

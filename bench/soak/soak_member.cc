@@ -5,15 +5,16 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "bench/soak/soak_traffic.h"
+#include "bench/soak/soak_world_slot.h"
 #include "tools/lab/checked_traffic.h"
 
 namespace mwbench {
@@ -59,54 +60,6 @@ class BoardNotes : public Notes {
   std::mutex mu_;
 };
 
-// One world of this member: its traffic (main thread), its creator thread,
-// and what the event thread learns about it.
-struct WorldSlot {
-  int index = 0;
-  const WorldSpec* spec = nullptr;
-  int rank = 0;
-  Cell* cell = nullptr;
-  std::unique_ptr<WorldTraffic> traffic;
-
-  // The world the event thread matches events against: set by the creator
-  // when a create succeeds, cleared by the main thread before it destroys.
-  std::atomic<mw_world_t*> current{nullptr};
-  // Bumped once each destroy returned. An event taken while an older
-  // incarnation lived may name its handle, which the next incarnation can
-  // reuse: the event thread reads this just before it takes an event, and
-  // drops a match when it has moved since.
-  std::atomic<uint64_t> closes{0};
-
-  // Guarded by mu.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool want = false;              // main -> creator: form an incarnation
-  bool busy = false;              // the creator is forming one
-  mw_world_t* created = nullptr;  // creator -> main
-  struct BreakEvent {
-    bool came = false;
-    int64_t ns = 0;
-    int blamed = -1;  // member id
-    char detail[200] = {0};
-  };
-  BreakEvent event;  // the current world's break event
-  // A break event of this world's name that came before its creator had
-  // the world (it can break while mw_world_create returns), with `closes`
-  // as it was then: it is the new world's once published, if that is the
-  // world it names and nothing was closed meanwhile.
-  BreakEvent early;
-  mw_world_t* early_world = nullptr;
-  uint64_t early_closes = 0;
-
-  // Main thread only.
-  mw_world_t* world = nullptr;
-  int64_t first_sign_ns = 0;
-  int64_t end_began_ns = 0;
-  int64_t break_in_end_ns = 0;  // a break sign came during a graceful end
-  bool during_end = false;
-  std::thread creator;
-};
-
 class Member {
  public:
   Member(const MemberSpec& spec, Board& board)
@@ -116,30 +69,22 @@ class Member {
     if (!openContext()) return 1;
     slot_.ready.store(1);
     for (int w : worldsOf(spec_.worlds, spec_.id)) {
-      auto s = std::make_unique<WorldSlot>();
-      s->index = w;
-      s->spec = &spec_.worlds[static_cast<size_t>(w)];
-      s->rank = s->spec->rankOf(spec_.id);
-      s->cell = &slot_.cells[w];
-      s->traffic = makeTraffic(*s->spec, w, spec_.id, *s->cell, notes_);
-      slots_.push_back(std::move(s));
+      slots_.push_back(std::make_unique<WorldSlot>(w, spec_.worlds[static_cast<size_t>(w)], spec_.id, slot_.cells[w],
+                                                   notes_));
     }
     std::thread events([this] { eventLoop(); });
     for (auto& s : slots_) {
       WorldSlot* ws = s.get();
       ws->creator = std::thread([this, ws] { createLoop(*ws); });
-      requestCreate(*ws);
+      ws->requestCreate();
     }
     loop();
     quit_.store(true);
     for (auto& s : slots_) {
-      {
-        std::lock_guard<std::mutex> lock(s->mu);
-        s->cv.notify_all();
-      }
+      s->wake();
       s->creator.join();
       // A world formed after the end was decided goes unused.
-      if (s->created) mw_world_destroy(s->created);
+      if (mw_world_t* w = s->takeCreated()) mw_world_destroy(w);
     }
     events.join();
     mw_context_free(ctx_);
@@ -167,51 +112,31 @@ class Member {
     return false;
   }
 
-  void requestCreate(WorldSlot& s) {
-    s.cell->state.store(kForming);
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.want = true;
-    s.cv.notify_all();
-  }
-
   // The creator thread of one world: forms an incarnation whenever asked,
   // retrying until it forms (a peer may be dead, stopped or cut off for a
   // while) or the run ends.
   void createLoop(WorldSlot& s) {
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(s.mu);
-        s.busy = false;
-        s.cv.wait(lock, [&] { return s.want || quit_.load(); });
-        if (quit_.load()) return;
-        s.want = false;
-        s.busy = true;
-      }
+    while (s.awaitRequest(quit_)) {
       const int64_t began = monotonicNs();
-      for (bool said = false;;) {
-        if (quit_.load() || board_.stop.load()) break;
+      for (bool said = false; !quit_.load() && !board_.stop.load();) {
         mw_world_t* w = nullptr;
-        const mw_status_t st = mw_world_create(ctx_, s.spec->name.c_str(), s.rank, static_cast<int>(s.spec->members.size()),
-                                               spec_.backend, 0, spec_.create_timeout_ms, &w);
+        const mw_status_t st = mw_world_create(ctx_, s.spec.name.c_str(), s.rank,
+                                               static_cast<int>(s.spec.members.size()), spec_.backend, 0,
+                                               spec_.create_timeout_ms, &w);
         if (st == MW_OK) {
-          std::lock_guard<std::mutex> lock(s.mu);
-          s.current.store(w);
-          s.created = w;
-          if (s.early.came && s.early_world == w && s.early_closes == s.closes.load()) s.event = s.early;
-          s.early = WorldSlot::BreakEvent();
-          s.early_world = nullptr;
+          s.publish(w);
           break;
         }
-        s.cell->create_failures.fetch_add(1);
+        s.cell.create_failures.fetch_add(1);
         if (!said && monotonicNs() - began > kCreateStuckNs) {
           said = true;
-          notes_.note("world %s: creates failed for %lld s, the last with %s: %s", s.spec->name.c_str(),
+          notes_.note("world %s: creates failed for %lld s, the last with %s: %s", s.spec.name.c_str(),
                       static_cast<long long>((monotonicNs() - began) / 1000000000), mw_status_string(st),
                       mw_last_error());
         }
-        std::unique_lock<std::mutex> lock(s.mu);
-        s.cv.wait_for(lock, std::chrono::nanoseconds(kCreateRetryNs), [&] { return quit_.load(); });
+        s.pause(kCreateRetryNs, quit_);
       }
+      s.done();
     }
   }
 
@@ -230,7 +155,7 @@ class Member {
       // the moment the event is taken, not before a long wait.
       pollfd p{fd, POLLIN, 0};
       if (::poll(&p, 1, 100) <= 0) continue;
-      for (size_t i = 0; i < slots_.size(); ++i) closes[i] = slots_[i]->closes.load();
+      for (size_t i = 0; i < slots_.size(); ++i) closes[i] = slots_[i]->closeCount();
       if (mw_next_event(ctx_, &ev, 0) != MW_OK) {
         // Readable for completions the main thread has yet to take.
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -240,26 +165,7 @@ class Member {
       switch (ev.type) {
         case MW_EVENT_WORLD_BROKEN:
           for (size_t i = 0; i < slots_.size(); ++i) {
-            WorldSlot& s = *slots_[i];
-            if (!ev.world || s.spec->name != ev.world_name) continue;
-            WorldSlot::BreakEvent e;
-            e.came = true;
-            e.ns = now;
-            const auto& members = s.spec->members;
-            e.blamed = ev.peer_rank >= 0 && ev.peer_rank < static_cast<int>(members.size())
-                           ? members[static_cast<size_t>(ev.peer_rank)]
-                           : -1;
-            std::snprintf(e.detail, sizeof e.detail, "%.*s", static_cast<int>(sizeof e.detail - 1), ev.detail);
-            std::lock_guard<std::mutex> lock(s.mu);
-            if (s.closes.load() != closes[i]) break;  // an older incarnation's
-            if (s.current.load() == ev.world) {
-              if (!s.event.came) s.event = e;
-            } else {
-              s.early = e;
-              s.early_world = ev.world;
-              s.early_closes = closes[i];
-            }
-            break;
+            if (slots_[i]->offer(ev, closes[i], now)) break;
           }
           break;
         case MW_EVENT_PATH_DOWN: slot_.path_down.fetch_add(1); break;
@@ -271,11 +177,6 @@ class Member {
     }
   }
 
-  bool eventCame(WorldSlot& s) {
-    std::lock_guard<std::mutex> lock(s.mu);
-    return s.event.came;
-  }
-
   void loop() {
     mw_completion_t done[64];
     for (;;) {
@@ -285,7 +186,7 @@ class Member {
       int64_t due = now + 5 * kMs;
       for (auto& s : slots_) {
         step(*s, now, stop);
-        all_closed = all_closed && s->cell->state.load() == kClosed;
+        all_closed = all_closed && s->cell.state.load() == kClosed;
         due = std::min(due, s->traffic->nextDueNs());
       }
       if (stop && all_closed) return;
@@ -317,21 +218,14 @@ class Member {
 
   // One world's state machine, on the main thread.
   void step(WorldSlot& s, int64_t now, bool stop) {
-    Cell& cell = *s.cell;
+    Cell& cell = s.cell;
     switch (cell.state.load()) {
       case kForming: {
-        mw_world_t* w = nullptr;
-        {
-          std::lock_guard<std::mutex> lock(s.mu);
-          std::swap(w, s.created);
-        }
+        mw_world_t* w = s.takeCreated();
         if (!w) {
-          if (stop) {
-            // An attempt under way finishes first: if it forms, the
-            // incarnation ends gracefully with its peers.
-            std::lock_guard<std::mutex> lock(s.mu);
-            if (!s.busy && !s.want) cell.state.store(kClosed);
-          }
+          // An attempt under way finishes first: if it forms, the
+          // incarnation ends gracefully with its peers.
+          if (stop && s.idle()) cell.state.store(kClosed);
           return;
         }
         s.world = w;
@@ -345,7 +239,7 @@ class Member {
         return;
       }
       case kRunning:
-        if (s.traffic->brokenNs() || eventCame(s)) {
+        if (s.traffic->brokenNs() || s.eventCame()) {
           toBroken(s, now);
           return;
         }
@@ -365,7 +259,7 @@ class Member {
           endIncarnation(s, stop);
           return;
         }
-        if (s.traffic->brokenNs() || eventCame(s)) {
+        if (s.traffic->brokenNs() || s.eventCame()) {
           // A peer that finished its end leaves at once, and its leaving
           // may be announced before the completions that finish this side's
           // end are polled: those get a moment.
@@ -377,7 +271,7 @@ class Member {
           }
         }
         if (now - s.end_began_ns > kEndLimitNs) {
-          notes_.note("world %s: its graceful end did not finish within %lld s", s.spec->name.c_str(),
+          notes_.note("world %s: its graceful end did not finish within %lld s", s.spec.name.c_str(),
                       static_cast<long long>(kEndLimitNs / 1000000000));
           endIncarnation(s, stop);
           return;
@@ -385,7 +279,7 @@ class Member {
         s.traffic->tick(now);
         return;
       case kBroken:
-        if (eventCame(s) || now - s.first_sign_ns > kEventWaitNs) {
+        if (s.eventCame() || now - s.first_sign_ns > kEventWaitNs) {
           record(s);
           s.traffic->afterBreak();
           cell.broke.fetch_add(1);
@@ -401,22 +295,20 @@ class Member {
   // too): the next one forms unless the run is over.
   void endIncarnation(WorldSlot& s, bool stop) {
     closeWorld(s);
-    s.cell->churn_done.store(s.cell->churn_request.load());
+    s.cell.churn_done.store(s.cell.churn_request.load());
     if (stop) {
-      s.cell->state.store(kClosed);
+      s.cell.state.store(kClosed);
     } else {
-      requestCreate(s);
+      s.requestCreate();
     }
   }
 
   void toBroken(WorldSlot& s, int64_t now) {
     int64_t first = s.traffic->brokenNs();
-    {
-      std::lock_guard<std::mutex> lock(s.mu);
-      if (s.event.came && (!first || s.event.ns < first)) first = s.event.ns;
-    }
+    const int64_t event = s.eventNs();
+    if (event && (!first || event < first)) first = event;
     s.first_sign_ns = first ? first : now;
-    s.cell->state.store(kBroken);
+    s.cell.state.store(kBroken);
   }
 
   // Publishes the break to the driver.
@@ -425,31 +317,22 @@ class Member {
     if (n >= kMaxBreaks) return;
     BreakRecord& r = slot_.breaks[n];
     r.world = s.index;
-    r.incarnation = s.cell->incarnations.load();
-    r.formed_ns = s.cell->formed_ns.load();
+    r.incarnation = s.cell.incarnations.load();
+    r.formed_ns = s.cell.formed_ns.load();
     r.seen_ns = s.first_sign_ns;
     r.during_end = s.during_end ? 1 : 0;
-    {
-      std::lock_guard<std::mutex> lock(s.mu);
-      r.has_event = s.event.came ? 1 : 0;
-      r.blamed = s.event.blamed;
-      std::snprintf(r.detail, sizeof r.detail, "%s", s.event.detail);
-    }
+    s.describeBreak(r);
     slot_.n_breaks.store(n + 1);
   }
 
   // Destroys the current world; what was still posted completes cancelled
   // and is freed here, so no completion of it reaches the next incarnation.
   void closeWorld(WorldSlot& s) {
-    {
-      std::lock_guard<std::mutex> lock(s.mu);
-      s.current.store(nullptr);
-      s.event = WorldSlot::BreakEvent();
-    }
+    s.forget();
     if (mw_world_destroy(s.world) != MW_OK) {
-      notes_.note("world %s: mw_world_destroy: %s", s.spec->name.c_str(), mw_last_error());
+      notes_.note("world %s: mw_world_destroy: %s", s.spec.name.c_str(), mw_last_error());
     }
-    s.closes.fetch_add(1);
+    s.destroyed();
     s.world = nullptr;
     s.traffic->releaseAfterDestroy();
   }
