@@ -7,6 +7,7 @@
 
 #include "bench/soak/soak_traffic.h"
 #include "tools/lab/checked_payload.h"
+#include "tools/lab/clock.h"
 
 namespace mwbench {
 namespace soak {
@@ -38,7 +39,8 @@ class Allreduce : public WorldTraffic {
     if (st != MW_OK) {
       req_ = nullptr;
       if (st == MW_ERR_WORLD_BROKEN) {
-        broken_ns_ = now;
+        // Timed now: `now` may predate a fault the driver began.
+        broken_ns_ = mwlab::monotonicNs();
       } else {
         notes_.note("world %s: mw_allreduce_async: %s (%s)", spec_.name.c_str(), mw_status_string(st), mw_last_error());
       }

@@ -37,6 +37,7 @@ constexpr int64_t kFormLimitNs = 120 * kS;     // the first formation of every w
 constexpr int64_t kRecoverLimitNs = 90 * kS;   // every world formed again and moving after a fault
 constexpr int64_t kSlowRecoveryNs = 15 * kS;  // said while waiting for a recovery
 constexpr int64_t kRedisSettleNs = 500 * kMs;  // after a Redis fault, before its PINGs count again
+constexpr int64_t kSettleNs = 500 * kMs;       // a fault's window stays open after the recovery
 // A break is judged once this old: a crash that explains it is noticed by
 // then.
 constexpr int64_t kJudgeAfterNs = 100 * kMs;
@@ -283,6 +284,10 @@ class Driver {
       referee_.violation("not every world formed again and moved within " + std::to_string(kRecoverLimitNs / kS) +
                          " s: " + progress_.stuck(since));
     }
+    // What a fault sets off may land a moment after every world moves
+    // again (a cancel may break its world a few deliveries later): still
+    // the fault's.
+    watchUntil(monotonicNs() + kSettleNs);
     for (int m = 0; m < cfg_.processes; ++m) consume(m);
     referee_.close(monotonicNs());
     if (redis) {

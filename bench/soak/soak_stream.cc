@@ -9,6 +9,7 @@
 
 #include "bench/soak/soak_traffic.h"
 #include "tools/lab/checked_payload.h"
+#include "tools/lab/clock.h"
 
 namespace mwbench {
 namespace soak {
@@ -44,7 +45,6 @@ class Stream : public WorldTraffic {
   }
 
   void start(mw_world_t* w, int64_t now) override {
-    now_ = now;
     world_ = w;
     tag_ = (tag_ + 1) & 0xffff;
     next_seq_ = peer_total_ = 0;
@@ -56,7 +56,6 @@ class Stream : public WorldTraffic {
   }
 
   void tick(int64_t now) override {
-    now_ = now;
     if (broken_ns_ || !world_) return;
     if (!ending_) {
       while (now >= next_post_ && postSend(false)) {
@@ -73,7 +72,6 @@ class Stream : public WorldTraffic {
   }
 
   void complete(const mw_completion_t& c, int64_t now) override {
-    now_ = now;
     const uint32_t token = static_cast<uint32_t>(c.user_data);
     const bool recv = (token & 0x8000) != 0;
     const int i = static_cast<int>(token & 0xff);
@@ -195,7 +193,8 @@ class Stream : public WorldTraffic {
 
   void failedPost(mw_status_t st, const char* what) {
     if (st == MW_ERR_WORLD_BROKEN) {
-      if (!broken_ns_) broken_ns_ = now_;
+      // Timed now: the loop's `now` may predate a fault the driver began.
+      if (!broken_ns_) broken_ns_ = mwlab::monotonicNs();
       return;
     }
     notes_.note("world %s: %s: %s (%s)", spec_.name.c_str(), what, mw_status_string(st), mw_last_error());
@@ -252,7 +251,7 @@ class Stream : public WorldTraffic {
   uint64_t next_seq_ = 0, peer_total_ = 0, posts_ = 0;
   mwlab::SequenceCheck seen_;
   bool ending_ = false, end_posted_ = false, end_acked_ = false, end_received_ = false;
-  int64_t broken_ns_ = 0, next_post_ = 0, now_ = 0;
+  int64_t broken_ns_ = 0, next_post_ = 0;
 };
 
 }  // namespace
