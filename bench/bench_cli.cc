@@ -21,11 +21,14 @@
 //                 [--device N] [--redis URL]     (built only with CUDA and NCCL)
 //
 // Byte counts take an optional K, M or G suffix (powers of 1024).
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -147,6 +150,21 @@ bool parseCount(const std::string& text, bool allow_suffix, std::size_t* out) {
   }
   if (v > (~0ULL) / mult) return false;
   *out = static_cast<std::size_t>(v * mult);
+  return true;
+}
+
+// A comma-separated list into *out; false when it is empty or an item is
+// not `known`.
+bool parseList(const std::string& value, const std::function<bool(const std::string&)>& known,
+               std::vector<std::string>* out) {
+  out->clear();
+  if (value.empty()) return false;
+  for (std::size_t at = 0; at <= value.size();) {
+    const std::size_t comma = std::min(value.find(',', at), value.size());
+    out->push_back(value.substr(at, comma - at));
+    if (!known(out->back())) return false;
+    at = comma + 1;
+  }
   return true;
 }
 
@@ -277,14 +295,8 @@ int mwbench::benchMain(int argc, char** argv) {
       good = parseCount(value, false, &secs) && secs > 0 && secs <= 3600;
       opt.seconds = static_cast<double>(secs);
     } else if (arg == "--parts") {
-      opt.parts.clear();
-      good = !value.empty();
-      for (std::size_t at = 0; good && at <= value.size();) {
-        const std::size_t comma = std::min(value.find(',', at), value.size());
-        opt.parts.push_back(value.substr(at, comma - at));
-        good = opt.parts.back() == "p2p" || opt.parts.back() == "allreduce" || opt.parts.back() == "overhead";
-        at = comma + 1;
-      }
+      good = parseList(value, [](const std::string& p) { return p == "p2p" || p == "allreduce" || p == "overhead"; },
+                       &opt.parts);
     } else if (arg == "--minutes") {
       char* end = nullptr;
       errno = 0;
@@ -303,15 +315,12 @@ int mwbench::benchMain(int argc, char** argv) {
       good = value == "1" || value == "2";
       opt.rails = value == "2" ? 2 : 1;
     } else if (arg == "--faults") {
-      opt.faults.clear();
-      good = !value.empty();
-      for (std::size_t at = 0; good && at <= value.size();) {
-        const std::size_t comma = std::min(value.find(',', at), value.size());
-        opt.faults.push_back(value.substr(at, comma - at));
-        mwbench::soak::FaultKind kind;
-        good = mwbench::soak::faultFromName(opt.faults.back(), &kind);
-        at = comma + 1;
-      }
+      good = parseList(value,
+                       [](const std::string& f) {
+                         mwbench::soak::FaultKind kind;
+                         return mwbench::soak::faultFromName(f, &kind);
+                       },
+                       &opt.faults);
     } else if (arg == "--max-senders") {
       good = parseCount(value, false, &opt.max_senders) && opt.max_senders > 0 && opt.max_senders <= 64;
     } else if (arg == "--device") {
