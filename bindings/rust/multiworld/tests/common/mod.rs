@@ -89,13 +89,40 @@ pub fn host_backends(test: &str) -> Vec<Backend> {
     out
 }
 
-/// The CUDA device of `rank` in a multi-process NCCL test: one per rank.
+/// Set (and inherited by the workers) while a multi-process NCCL test runs
+/// every rank on device 0 of a one-GPU host.
+pub const SHARE_GPU_ENV: &str = "MW_TEST_SHARE_GPU";
+
+fn sharing_gpu() -> bool {
+    env::var_os(SHARE_GPU_ENV).is_some()
+}
+
+/// The CUDA device of `rank` in a multi-process NCCL test: one per rank, or
+/// device 0 for all when they share a GPU.
 pub fn device_of(backend: Backend, rank: usize) -> i32 {
-    if backend == Backend::Nccl {
+    if backend == Backend::Nccl && !sharing_gpu() {
         rank as i32
     } else {
         0
     }
+}
+
+/// What a rank's process sets before NCCL starts when the ranks share a
+/// GPU: NCCL refuses two ranks on one device of one host ("Duplicate GPU
+/// detected"), so each rank claims a host of its own (NCCL_HOSTID) and NCCL
+/// joins them over its socket transport on loopback. A test setup for
+/// one-GPU hosts, not a production one.
+pub fn nccl_host_env(rank: usize) -> Vec<(&'static str, String)> {
+    if !sharing_gpu() {
+        return Vec::new();
+    }
+    vec![
+        (
+            "NCCL_HOSTID",
+            format!("mwtest-{}-rank{}", std::process::id(), rank),
+        ),
+        ("NCCL_SOCKET_IFNAME", "lo".to_string()),
+    ]
 }
 
 /// Kills the worker processes unless they were waited for.
@@ -115,6 +142,7 @@ impl Workers {
                 .map(|rank| {
                     Command::new(&exe)
                         .args(["worker_process", "--exact", "--nocapture", "--quiet"])
+                        .envs(nccl_host_env(rank))
                         .env(
                             WORKER_ENV,
                             format!(
@@ -163,6 +191,9 @@ pub type Body = fn(&World<'_>);
 pub fn spmd(test: &str, size: usize, backend: Backend, body_for: fn(&str) -> Body) {
     let name = unique(test);
     let workers = Workers::spawn(test, &name, 1..size, size, backend);
+    for (key, value) in nccl_host_env(0) {
+        env::set_var(key, value);
+    }
     let ctx = context();
     let world = ctx
         .create_world_with(&name, 0, size, backend, device_of(backend, 0), FORM_TIMEOUT)
