@@ -124,6 +124,11 @@ const char kUsage[] =
     "  to self; --min-bytes (a multiple of 4) defaults to 4, --max-bytes to 256M, sizes grow by 4x;\n"
     "  --iters N fixes the operations per round (default: clamp(1G / bytes, 5, 200)); --rounds R (default 5);\n"
     "  --device N      the CUDA device (default 0)\n"
+    "  Then 2 ranks, each its own process (sharing the GPU, each its own NCCL_HOSTID, where there is one):\n"
+    "  allreduce, broadcast and p2p of 1M..256M (within --min-bytes..--max-bytes, else the largest size)\n"
+    "  against a raw 2-rank ncclComm (--iters N per run, else ~0.25 s; R rounds). Then kill -9\n"
+    "  isolation: a peer killed in one world, its break timed, and the throughput of another world of the\n"
+    "  same process before and after. Each part has a time limit; a failed part says so and the next runs.\n"
     "  Without a usable GPU it says why (also in the JSON) and exits 0.\n"
 #if !MWBENCH_HAVE_NCCL
     "  Not built here: no CUDA toolkit/NCCL at build time.\n"

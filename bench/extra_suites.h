@@ -35,8 +35,11 @@ int runFaninSuite(const BenchOptions& opt);
 int runFailoverSuite(const BenchOptions& opt);
 // OURS mw_allreduce_async / self mw_send_async + mw_recv_async on a size-1
 // NCCL world against the same calls on a raw size-1 ncclComm, one GPU
-// (opt.device); 0 with a "skipped" line (and JSON) when no GPU is usable.
-// Defined only when built with CUDA and NCCL (MWBENCH_HAVE_NCCL).
+// (opt.device); then 2 ranks in processes of their own (allreduce,
+// broadcast, p2p) against a raw 2-rank ncclComm, and a kill -9 of a peer
+// next to a world that must not notice (bench/nccl_parts.h); 0 with a
+// "skipped" line (and JSON) when no GPU is usable. Defined only when built
+// with CUDA and NCCL (MWBENCH_HAVE_NCCL).
 int runNcclSuite(const BenchOptions& opt);
 
 }  // namespace mwbench

@@ -1,296 +1,43 @@
-// The nccl suite: the same operation sequence through a size-1 multiworld
-// NCCL world and through a raw size-1 NCCL communicator, in one process on
-// one GPU (all a one-GPU host can run with NCCL 2.28). What it measures is
-// what multiworld adds on top of NCCL: request objects, a CUDA event per
-// operation, completion found by mw_wait instead of cudaStreamSynchronize,
-// and a self send/recv done as a device copy instead of NCCL's.
-#include <cuda_runtime.h>
-#include <unistd.h>
-
+// The nccl suite: multiworld's NCCL worlds against raw NCCL in the same
+// configuration, in three parts (bench/nccl_parts.h): a size-1 world in
+// one process, two ranks each in its own process, and a kill -9 of a peer
+// next to a world that must not notice. This process only coordinates: it
+// starts Redis, forks each part's processes and never touches CUDA, since
+// a process that initialised CUDA cannot hand it to a forked child. Every
+// part runs under a time limit; a part that fails says so and the next
+// one runs.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bench/extra_suites.h"
-#include "bench/raw_nccl.h"
+#include "bench/nccl_parts.h"
 #include "bench/suite_common.h"
-#include "tools/lab/stats.h"
+#include "tools/lab/clock.h"
+#include "tools/lab/shared.h"
 #include "tools/lab/temp_dir.h"
 
 namespace mwbench {
 namespace {
 
 using namespace common;
-using mwlab::median;
+using namespace gpu;
 
-constexpr int kTimeoutMs = 120000;
-// Bytes moved per timed round and side by default, so that small sizes get
-// many operations and 256 MiB a few.
-constexpr double kRoundBytes = static_cast<double>(1ULL << 30);
-constexpr size_t kMinIters = 5, kMaxIters = 200;
-// Host staging for filling and checking device buffers, so 256 MiB buffers
-// do not need 256 MiB host copies.
-constexpr size_t kChunkFloats = size_t{4} << 20;
+// The pair part's sizes; those within --min-bytes..--max-bytes run.
+constexpr size_t kPairSizes[] = {size_t{1} << 20, size_t{16} << 20, size_t{64} << 20, size_t{256} << 20};
+// Time limits, so that a hung part ends and the suite stays within ~4 min.
+constexpr double kSingleLimitS = 90;  // per 5 rounds
+constexpr double kPairBudgetS = 70, kPairLimitS = 100;
+constexpr double kKillLimitS = 50;
 
-enum class Op { Allreduce, SendrecvSelf };
-constexpr Op kOps[] = {Op::Allreduce, Op::SendrecvSelf};
+int64_t g_start_ns = 0;
 
-const char* nameOf(Op op) { return op == Op::Allreduce ? "allreduce" : "sendrecv_self"; }
-
-void cudaCheck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    throw Error(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-  }
-}
-
-void ncclCheck(ncclResult_t r, const char* what) {
-  if (r != ncclSuccess) throw Error(std::string("raw ") + what + ": " + rawNccl().getErrorString(r));
-}
-
-class DeviceFloats {
- public:
-  explicit DeviceFloats(size_t n) {
-    cudaCheck(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(float)), "cudaMalloc");
-  }
-  ~DeviceFloats() { cudaFree(p_); }
-  DeviceFloats(const DeviceFloats&) = delete;
-  DeviceFloats& operator=(const DeviceFloats&) = delete;
-  float* get() const { return static_cast<float*>(p_); }
-
- private:
-  void* p_ = nullptr;
-};
-
-// Element i of every input: small integers, exact in float32, so both a sum
-// over one rank and a copy give the input back unchanged.
-float patternAt(size_t i) { return static_cast<float>(i % 251 + 1); }
-
-void fillPattern(float* dev, size_t count) {
-  std::vector<float> host(std::min(count, kChunkFloats));
-  for (size_t at = 0; at < count; at += host.size()) {
-    const size_t n = std::min(host.size(), count - at);
-    for (size_t i = 0; i < n; ++i) host[i] = patternAt(at + i);
-    cudaCheck(cudaMemcpy(dev + at, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy to device");
-  }
-}
-
-void verify(const float* dev, size_t count, const std::string& what) {
-  std::vector<float> host(std::min(count, kChunkFloats));
-  for (size_t at = 0; at < count; at += host.size()) {
-    const size_t n = std::min(host.size(), count - at);
-    cudaCheck(cudaMemcpy(host.data(), dev + at, n * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy to host");
-    for (size_t i = 0; i < n; ++i) {
-      if (host[i] != patternAt(at + i)) {
-        throw Error(what + ": element " + std::to_string(at + i) + " of " + std::to_string(count) + " is " +
-                    std::to_string(host[i]) + ", expected " + std::to_string(patternAt(at + i)));
-      }
-    }
-  }
-}
-
-// One side of the comparison: queues operations, then waits for all of them.
-class Side {
- public:
-  virtual ~Side() = default;
-  virtual const char* name() const = 0;
-  virtual void issue(Op op, const float* in, float* out, size_t count) = 0;
-  virtual void finish() = 0;
-};
-
-class Ours final : public Side {
- public:
-  explicit Ours(mw_world_t* world) : world_(world) {}
-  ~Ours() override {
-    for (mw_request_t* r : pending_) mw_request_free(r);
-  }
-  const char* name() const override { return "ours"; }
-
-  void issue(Op op, const float* in, float* out, size_t count) override {
-    mw_request_t* r = nullptr;
-    if (op == Op::Allreduce) {
-      mwCheck(mw_allreduce_async(world_, in, out, count, MW_FLOAT32, MW_SUM, &r), "mw_allreduce_async");
-      pending_.push_back(r);
-      return;
-    }
-    mwCheck(mw_send_async(world_, in, count, MW_FLOAT32, 0, &r), "mw_send_async");
-    pending_.push_back(r);
-    mwCheck(mw_recv_async(world_, out, count, MW_FLOAT32, 0, &r), "mw_recv_async");
-    pending_.push_back(r);
-  }
-
-  void finish() override {
-    // In issue order: one world's work runs in order on its stream, so the
-    // first wait does the waiting and the rest find their request done.
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      mw_request_t* r = pending_[i];
-      pending_[i] = nullptr;
-      mwWait(r, kTimeoutMs, "ours");
-    }
-    pending_.clear();
-  }
-
- private:
-  mw_world_t* world_;
-  std::vector<mw_request_t*> pending_;
-};
-
-// What multiworld replaces: a communicator and a stream of one's own.
-class Raw final : public Side {
- public:
-  Raw() {
-    const RawNccl& nccl = rawNccl();
-    ncclUniqueId id;
-    ncclCheck(nccl.getUniqueId(&id), "ncclGetUniqueId");
-    ncclCheck(nccl.commInitRank(&comm_, 1, id, 0), "ncclCommInitRank");
-    // Non-blocking like the stream of a multiworld world, so that neither
-    // side is ordered behind the legacy default stream.
-    cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  }
-  ~Raw() override {
-    if (stream_) {
-      cudaStreamSynchronize(stream_);
-      cudaStreamDestroy(stream_);
-    }
-    rawNccl().commDestroy(comm_);
-  }
-  const char* name() const override { return "raw"; }
-
-  void issue(Op op, const float* in, float* out, size_t count) override {
-    const RawNccl& nccl = rawNccl();
-    if (op == Op::Allreduce) {
-      ncclCheck(nccl.allReduce(in, out, count, ncclFloat32, ncclSum, comm_, stream_), "ncclAllReduce");
-      return;
-    }
-    ncclCheck(nccl.groupStart(), "ncclGroupStart");
-    ncclResult_t s = nccl.send(in, count, ncclFloat32, 0, comm_, stream_);
-    ncclResult_t r = nccl.recv(out, count, ncclFloat32, 0, comm_, stream_);
-    // The group is closed even when a call in it failed.
-    ncclResult_t e = nccl.groupEnd();
-    ncclCheck(s, "ncclSend");
-    ncclCheck(r, "ncclRecv");
-    ncclCheck(e, "ncclGroupEnd");
-  }
-
-  void finish() override { cudaCheck(cudaStreamSynchronize(stream_), "raw cudaStreamSynchronize"); }
-
- private:
-  ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
-};
-
-struct Buffers {
-  float* in;
-  float* out;
-  float* check;
-};
-
-// Seconds from the first issue to the last completion of `iters` operations.
-// The last one writes where no earlier one did, so a right result there
-// shows that that very operation ran; a wrong one fails the suite.
-double timedRun(Side& side, Op op, const Buffers& b, size_t count, size_t iters) {
-  cudaCheck(cudaMemset(b.check, 0xff, count * sizeof(float)), "cudaMemset");
-  cudaCheck(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  const double t0 = nowSeconds();
-  for (size_t k = 0; k < iters; ++k) side.issue(op, b.in, k + 1 == iters ? b.check : b.out, count);
-  side.finish();
-  const double t = nowSeconds() - t0;
-  verify(b.check, count, std::string(side.name()) + " " + nameOf(op));
-  return t;
-}
-
-size_t itersFor(const BenchOptions& opt, size_t bytes) {
-  if (opt.iters) return opt.iters;
-  const double n = kRoundBytes / static_cast<double>(bytes);
-  return static_cast<size_t>(std::clamp(n, static_cast<double>(kMinIters), static_cast<double>(kMaxIters)));
-}
-
-struct Row {
-  Op op = Op::Allreduce;
-  size_t bytes = 0, iters = 0;
-  double ours_s = 0, raw_s = 0;  // per operation, median of the rounds
-  double oursGbps() const { return static_cast<double>(bytes) * 8 / ours_s / 1e9; }
-  double rawGbps() const { return static_cast<double>(bytes) * 8 / raw_s / 1e9; }
-  double ratio() const { return raw_s / ours_s; }  // = ours_gbps / raw_gbps
-};
-
-Row measure(Side& ours, Side& raw, Op op, size_t bytes, const BenchOptions& opt, const Buffers& b) {
-  Row row;
-  row.op = op;
-  row.bytes = bytes;
-  row.iters = itersFor(opt, bytes);
-  const size_t count = bytes / sizeof(float);
-  timedRun(ours, op, b, count, 1);  // warm-up, checked
-  timedRun(raw, op, b, count, 1);
-  std::vector<double> o, r;
-  for (size_t round = 0; round < opt.rounds; ++round) {
-    // Odd rounds start with raw, so that a drift within a round favours neither.
-    Side& first = round % 2 ? raw : ours;
-    Side& second = round % 2 ? ours : raw;
-    const double t1 = timedRun(first, op, b, count, row.iters);
-    const double t2 = timedRun(second, op, b, count, row.iters);
-    (round % 2 ? r : o).push_back(t1);
-    (round % 2 ? o : r).push_back(t2);
-  }
-  const double n = static_cast<double>(row.iters);
-  row.ours_s = std::max(median(o), 1e-9) / n;
-  row.raw_s = std::max(median(r), 1e-9) / n;
-  return row;
-}
-
-// A multiworld context with one size-1 NCCL world, torn down in order.
-struct OurWorld {
-  mw_context_t* ctx = nullptr;
-  mw_world_t* world = nullptr;
-  ~OurWorld() {
-    mw_world_destroy(world);
-    mw_context_free(ctx);
-  }
-};
-
-// Creates the world; "" when it was created, else why NCCL is unusable here
-// (MW_ERR_UNSUPPORTED: no GPU, no driver, no plugin). Other errors throw.
-std::string createWorld(OurWorld& w, const std::string& redis_url, int device) {
-  w.ctx = newContext(redis_url, "mwbench.nccl." + std::to_string(getpid()), kTimeoutMs);
-  mw_status_t s = mw_world_create(w.ctx, "nccl-bench", 0, 1, MW_BACKEND_NCCL, device, kTimeoutMs, &w.world);
-  if (s == MW_ERR_UNSUPPORTED) return mw_last_error();
-  mwCheck(s, "mw_world_create (NCCL)");
-  return "";
-}
-
-// Why NCCL is unusable when the library already said so; the detail is in
-// what world creation reports, which needs Redis.
-std::string unavailableBecause(const std::string& redis_url, const std::string& redis_error, int device) {
-  const std::string fallback = "mw_backend_available(MW_BACKEND_NCCL) is 0";
-  if (redis_url.empty()) return fallback + " (no Redis to ask for details: " + redis_error + ")";
-  try {
-    OurWorld w;
-    std::string why = createWorld(w, redis_url, device);
-    return why.empty() ? fallback : why;
-  } catch (const std::exception& e) {
-    return fallback + " (" + e.what() + ")";
-  }
-}
-
-// Where CUDA says no before a world is even tried; "" when it has devices.
-std::string cudaUnusableBecause(int* count) {
-  *count = 0;
-  cudaError_t e = cudaGetDeviceCount(count);
-  if (e != cudaSuccess) {
-    return std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
-  }
-  return *count > 0 ? "" : "no CUDA device is visible to this process";
-}
-
-std::string gpuDescription(int device) {
-  cudaDeviceProp prop{};
-  cudaCheck(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
-  int driver = 0;
-  cudaDriverGetVersion(&driver);
-  return std::string(prop.name) + " (device " + std::to_string(device) + ", CUDA driver " +
-         std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) + ")";
+void say(const std::string& line) {
+  std::fprintf(stderr, "mw_bench nccl: [%5.1f s] %s\n", secondsSince(g_start_ns), line.c_str());
+  std::fflush(stderr);
 }
 
 int skipped(const BenchOptions& opt, const std::string& machine, const std::string& why) {
@@ -303,10 +50,144 @@ int skipped(const BenchOptions& opt, const std::string& machine, const std::stri
   return 0;
 }
 
-void printRow(const Row& r) {
-  std::printf("%-13s %10zu %6zu %10.4g %10.4g %7.3f %10.2f %10.2f\n", nameOf(r.op), r.bytes, r.iters, r.oursGbps(),
-              r.rawGbps(), r.ratio(), r.ours_s * 1e6, r.raw_s * 1e6);
+JsonRow jsonOf(const Row& r) {
+  return {{"op", jsonString(r.op)},
+          {"bytes", jnum(static_cast<double>(r.bytes))},
+          {"iters", jnum(static_cast<double>(r.iters))},
+          {"ours_gbps", jnum(r.oursGbps())},
+          {"raw_gbps", jnum(r.rawGbps())},
+          {"ratio", jnum(r.ratio())},
+          {"ours_us", jnum(r.ours_s * 1e6)},
+          {"raw_us", jnum(r.raw_s * 1e6)}};
+}
+
+std::string orNull(double v, bool known) { return known ? jnum(v) : "null"; }
+
+std::string fixed(double v, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, v);
+  return text;
+}
+
+std::vector<size_t> pairSizes(const BenchOptions& opt) {
+  std::vector<size_t> sizes;
+  for (size_t b : kPairSizes) {
+    if (b >= opt.min_bytes && b <= opt.max_bytes) sizes.push_back(b);
+  }
+  // A brief run (--max-bytes below 1 MiB) still runs one size.
+  if (sizes.empty()) sizes.push_back(sizesOf(opt).back());
+  return sizes;
+}
+
+// The pair part: prints its table, adds its rows and fields to the JSON.
+bool pairPart(const BenchOptions& opt, const std::string& url, int devices, std::vector<JsonRow>* rows,
+              JsonRow* top) {
+  PairSetup s;
+  s.redis_url = url;
+  s.devices = devices;
+  s.one_gpu = opt.device;
+  s.sizes = pairSizes(opt);
+  s.rounds = opt.rounds;
+  s.iters = opt.iters;
+  s.budget_s = kPairBudgetS;
+  s.limit_s = kPairLimitS;
+  const std::string placement = placementText(2, devices, opt.device);
+  say("2 ranks: starting; " + placement);
+  std::vector<Row> got;
+  std::string note, why;
+  try {
+    why = runPair(s, &got, &note);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  std::printf("# nccl, 2 ranks: ours = a 2-rank multiworld NCCL world, completion by mw_wait; raw = a 2-rank "
+              "ncclComm made by the same processes (ncclCommInitRank), on a stream of its own, completion by "
+              "cudaStreamSynchronize; %s; allreduce = float32 sum, broadcast from rank 0, p2p = rank 0 sends and "
+              "rank 1 receives; results checked once per op and size; a timed run: iters operations back to back "
+              "on each rank, from a barrier to the slower rank's last completion; %s; median of %zu alternating "
+              "rounds; gbps = 1e9 bit/s of buffer per op\n",
+              placement.c_str(),
+              opt.iters ? ("iterations " + std::to_string(opt.iters)).c_str()
+                        : "iterations calibrated to ~0.25 s per run (2..200)",
+              s.rounds);
+  printTableHeader();
+  for (const Row& r : got) {
+    printRow(r);
+    JsonRow j = jsonOf(r);
+    j.push_back({"procs", "2"});
+    rows->push_back(j);
+  }
+  top->push_back({"pair_placement", jsonString(placement)});
+  if (!note.empty()) {
+    std::printf("# nccl, 2 ranks: %s\n", note.c_str());
+    top->push_back({"pair_note", jsonString(note)});
+  }
+  if (!why.empty()) {
+    std::printf("# nccl, 2 ranks: FAILED: %s\n", why.c_str());
+    top->push_back({"pair_error", jsonString(why)});
+  }
   std::fflush(stdout);
+  say(why.empty() ? "2 ranks: done" : "2 ranks: FAILED: " + why);
+  return why.empty();
+}
+
+// The kill part: prints its lines, adds its fields to the JSON.
+bool killPart(const BenchOptions& opt, const std::string& url, int devices, JsonRow* top) {
+  KillSetup s;
+  s.redis_url = url;
+  s.devices = devices;
+  s.one_gpu = opt.device;
+  s.limit_s = kKillLimitS;
+  const std::string placement = placementText(3, devices, opt.device);
+  say("kill: starting; " + placement);
+  KillReport r;
+  std::string why;
+  try {
+    why = runKill(s, &r);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  std::printf("# nccl, kill -9 isolation: %s; A and B share the world \"doomed\", A and C the world \"kept\"; A "
+              "runs float32 allreduces of %zu bytes on \"kept\", %zu per window (~1 s), while its recv from B is "
+              "pending on \"doomed\" and B sits idle; after a warm-up and %d baseline windows B is killed, then "
+              "%d windows more; detect_ms: from the kill to the pending recv's completion (target < 100); "
+              "kept_ratio: \"kept\"'s gbps after the kill / before (target >= 0.95)\n",
+              placement.c_str(), r.bytes, r.ops_per_window, kKillBaselineWindows, kKillAfterWindows);
+  std::string windows;
+  for (size_t w = 0; w < r.window_gbps.size(); ++w) {
+    const char* sep = w == 0                          ? "warm-up "
+                      : w == 1                        ? " | baseline "
+                      : w == 1 + kKillBaselineWindows ? " | after kill "
+                                                      : " ";
+    char num[32];
+    std::snprintf(num, sizeof num, "%.4g", r.window_gbps[w]);
+    windows += sep + std::string(num);
+  }
+  const bool ratios = r.baseline_gbps > 0;
+  std::printf("kill9 window_gbps %s\n", windows.empty() ? "(none)" : windows.c_str());
+  std::printf("kill9 detect_ms %s (%s)\n", r.detect_ms >= 0 ? fixed(r.detect_ms, 2).c_str() : "-",
+              r.recv_status.c_str());
+  std::printf("kill9 kept_ratio %s (first window after the kill %s)\n", ratios ? fixed(r.keptRatio(), 3).c_str() : "-",
+              ratios ? fixed(r.firstRatio(), 3).c_str() : "-");
+  std::printf("kill9 destroy_ms %s\n", r.destroy_ms >= 0 ? fixed(r.destroy_ms, 2).c_str() : "-");
+  if (!why.empty()) std::printf("# nccl, kill -9 isolation: FAILED: %s\n", why.c_str());
+  std::fflush(stdout);
+
+  std::string list = "[";
+  for (double g : r.window_gbps) list += (list.size() > 1 ? "," : "") + jnum(g);
+  top->insert(top->end(), {{"kill9_placement", jsonString(placement)},
+                           {"kill9_bytes", jnum(static_cast<double>(r.bytes))},
+                           {"kill9_ops_per_window", jnum(static_cast<double>(r.ops_per_window))},
+                           {"kill9_window_gbps", list + "]"},
+                           {"kill9_detect_ms", orNull(r.detect_ms, r.detect_ms >= 0)},
+                           {"kill9_recv_status", jsonString(r.recv_status)},
+                           {"kill9_kept_baseline_gbps", orNull(r.baseline_gbps, ratios)},
+                           {"kill9_kept_ratio", orNull(r.keptRatio(), ratios)},
+                           {"kill9_kept_ratio_first_window", orNull(r.firstRatio(), ratios)},
+                           {"kill9_destroy_ms", orNull(r.destroy_ms, r.destroy_ms >= 0)}});
+  if (!why.empty()) top->push_back({"kill9_error", jsonString(why)});
+  say(why.empty() ? "kill: done" : "kill: FAILED: " + why);
+  return why.empty();
 }
 
 }  // namespace
@@ -319,12 +200,13 @@ int runNcclSuite(const BenchOptions& opt) {
                  "--rounds >= 1 and --device >= 0\n");
     return 2;
   }
+  g_start_ns = mwlab::monotonicNs();
+  std::vector<JsonRow> rows;
+  JsonRow top;
   std::string machine = machineName();
-  std::vector<Row> rows;
+  bool ok = true;
   try {
     mwlab::TempDir dir("mw-bench-");
-    // Redis first: its server is forked before anything in this process
-    // has touched CUDA.
     std::unique_ptr<SuiteRedis> redis;
     std::string redis_error;
     try {
@@ -333,75 +215,46 @@ int runNcclSuite(const BenchOptions& opt) {
       redis_error = e.what();
     }
     const std::string url = redis ? redis->url() : "";
-    if (!mw_backend_available(MW_BACKEND_NCCL)) {
-      return skipped(opt, machine, unavailableBecause(url, redis_error, opt.device));
+
+    mwlab::Shared<SingleBoard> single;
+    std::string why;
+    {
+      say("size 1: starting");
+      const double limit_s = kSingleLimitS * static_cast<double>((opt.rounds + 4) / 5);
+      Child p("nccl size 1", [&] {
+        runSingle(opt, url, redis_error, *single);
+        return 0;
+      });
+      std::atomic<int> failed{0};
+      why = joinAll({&p}, mwlab::monotonicNs() + static_cast<int64_t>(limit_s * 1e9), &failed, 0);
     }
-    int devices = 0;
-    if (std::string why = cudaUnusableBecause(&devices); !why.empty()) return skipped(opt, machine, why);
-    if (opt.device >= devices) {
-      std::fprintf(stderr, "mw_bench nccl: --device %d, but %d CUDA device%s visible\n", opt.device, devices,
-                   devices == 1 ? " is" : "s are");
-      return 2;
+    if (single->machine[0]) machine = single->machine;
+    const int outcome = single->outcome;
+    if (outcome == SingleBoard::kSkipped) return skipped(opt, machine, single->why);
+    if (outcome == SingleBoard::kBadOptions) return 2;
+    // Its own error first; else how its process ended, even after a result.
+    if (outcome == SingleBoard::kFailed) why = single->why;
+    if (outcome != SingleBoard::kMeasured && why.empty()) why = "its process ended without a result";
+    if (!why.empty()) {
+      std::fprintf(stderr, "mw_bench nccl: size 1: %s\nmw_bench nccl: size 1: FAILED\n", why.c_str());
+      top.push_back({"single_error", jsonString(why)});
+      ok = false;
     }
+    for (const Row& r : single->rows.list()) rows.push_back(jsonOf(r));
+    say("size 1: done");
+
     if (!redis) throw Error(redis_error);
-
-    cudaCheck(cudaSetDevice(opt.device), "cudaSetDevice");
-    // Declared before the world so that they outlive whatever it still has
-    // queued when a failure unwinds this.
-    std::unique_ptr<DeviceFloats> in, out, check;
-    OurWorld world;
-    if (std::string why = createWorld(world, url, opt.device); !why.empty()) return skipped(opt, machine, why);
-    // After the world exists, so that this finds the libnccl its plugin loaded.
-    const RawNccl& nccl = rawNccl();
-    machine += ", " + gpuDescription(opt.device) + ", NCCL " + ncclVersionText(nccl.version);
-
-    const size_t max_count = sizesOf(opt).back() / sizeof(float);
-    in = std::make_unique<DeviceFloats>(max_count);
-    out = std::make_unique<DeviceFloats>(max_count);
-    check = std::make_unique<DeviceFloats>(max_count);
-    fillPattern(in->get(), max_count);
-    const Buffers b{in->get(), out->get(), check->get()};
-    Ours ours(world.world);
-    Raw raw;
-
-    std::printf("# nccl on %s: %s\n", machine.c_str(), opt.command.c_str());
-    std::printf("# ours = a size-1 multiworld NCCL world (mw_allreduce_async, or mw_send_async + mw_recv_async to "
-                "itself), completion by mw_wait; raw = a size-1 ncclComm of %s on a stream of its own "
-                "(ncclAllReduce, or ncclSend + ncclRecv to itself in one group), completion by "
-                "cudaStreamSynchronize; float32 sum, device buffers; iters operations issued back to back, "
-                "timed from the first issue to the last completion; gbps = 1e9 bit/s of buffer per op; "
-                "us = time per op; median of %zu alternating rounds; %s\n",
-                nccl.path.c_str(), opt.rounds,
-                opt.iters ? ("iterations " + std::to_string(opt.iters)).c_str()
-                          : "iterations = clamp(1 GiB / bytes, 5, 200)");
-    std::printf("%-13s %10s %6s %10s %10s %7s %10s %10s\n", "op", "bytes", "iters", "ours_gbps", "raw_gbps", "ratio",
-                "ours_us", "raw_us");
-    std::fflush(stdout);
-    for (Op op : kOps) {
-      for (size_t bytes : sizesOf(opt)) {
-        rows.push_back(measure(ours, raw, op, bytes, opt, b));
-        printRow(rows.back());
-      }
-    }
+    const int devices = single->devices;
+    if (devices <= 0) throw Error("the GPU count is unknown, so the 2-rank and kill parts cannot run");
+    ok = pairPart(opt, url, devices, &rows, &top) && ok;
+    ok = killPart(opt, url, devices, &top) && ok;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mw_bench nccl: %s\nmw_bench nccl: FAILED\n", e.what());
-    return 1;
+    ok = false;
   }
-  if (!opt.json_path.empty()) {
-    std::vector<JsonRow> jr;
-    for (const Row& r : rows) {
-      jr.push_back({{"op", jsonString(nameOf(r.op))},
-                    {"bytes", jnum(static_cast<double>(r.bytes))},
-                    {"iters", jnum(static_cast<double>(r.iters))},
-                    {"ours_gbps", jnum(r.oursGbps())},
-                    {"raw_gbps", jnum(r.rawGbps())},
-                    {"ratio", jnum(r.ratio())},
-                    {"ours_us", jnum(r.ours_s * 1e6)},
-                    {"raw_us", jnum(r.raw_s * 1e6)}});
-    }
-    if (!writeJson(opt.json_path, "nccl", opt.command, machine, jr)) return 1;
-  }
-  return 0;
+  say(ok ? "all parts done" : "done; some part FAILED (see above)");
+  if (!opt.json_path.empty() && !writeJson(opt.json_path, "nccl", opt.command, machine, rows, top)) return 1;
+  return ok ? 0 : 1;
 }
 
 }  // namespace mwbench

@@ -42,6 +42,7 @@ RawNccl load() {
   bind(h, "ncclCommInitRank", n.commInitRank);
   bind(h, "ncclCommDestroy", n.commDestroy);
   bind(h, "ncclAllReduce", n.allReduce);
+  bind(h, "ncclBroadcast", n.broadcast);
   bind(h, "ncclSend", n.send);
   bind(h, "ncclRecv", n.recv);
   bind(h, "ncclGroupStart", n.groupStart);

@@ -16,6 +16,7 @@ struct RawNccl {
   decltype(&::ncclCommInitRank) commInitRank = nullptr;
   decltype(&::ncclCommDestroy) commDestroy = nullptr;
   decltype(&::ncclAllReduce) allReduce = nullptr;
+  decltype(&::ncclBroadcast) broadcast = nullptr;
   decltype(&::ncclSend) send = nullptr;
   decltype(&::ncclRecv) recv = nullptr;
   decltype(&::ncclGroupStart) groupStart = nullptr;
