@@ -15,7 +15,8 @@
 #   cudart/    libcudart.so.13, used only where the machine has none
 #   sys/       the runtime packages (redis-server, libhiredis, libucx0 and
 #              whatever else ldd names beyond glibc), unpacked from their
-#              .debs with dpkg -x
+#              .debs with dpkg -x; bin/redis-server runs theirs
+#   deps/      copies of the packages' libraries that our programs load
 #   fallback/  libstdc++ and libgcc_s, used only where the machine's are older
 #   python/    the Python package and its CUDA test
 #   check.sh   the checks; MANIFEST says what built the kit
@@ -115,18 +116,41 @@ else
 fi
 rm -rf "$kit"/sys/usr/share "$kit"/sys/etc/init.d "$kit"/sys/lib/systemd "$kit"/sys/usr/lib/systemd
 
+# deps/: copies of just the libraries our programs need from those packages,
+# so that what the checks load beside PyTorch is no more than that (the
+# packages also hold OpenSSL, zstd, systemd, ... for redis-server).
+sysdirs=$(find "$kit/sys" -name '*.so*' -printf '%h\n' | sort -u | paste -sd:)
+mkdir -p "$kit/deps"
+{ LD_LIBRARY_PATH=$kit/lib:$sysdirs ldd "$kit"/bin/* "$kit"/lib/*.so* 2>/dev/null || true; } |
+  awk -v sys="$kit/sys/" '$2 == "=>" && index($3, sys) == 1 {print $3}' | sort -u |
+  while read -r lib; do cp -L "$lib" "$kit/deps/"; done
+# redis-server runs with its packages' libraries, and only it.
+real_redis=$(cd "$kit/sys" && find . -path '*/bin/redis-server' | head -1 | cut -c2-)
+[[ -n $real_redis ]] || die "the redis-server package holds no redis-server"
+rel_sysdirs=$(find "$kit/sys" -name '*.so*' -printf '%h\n' | sort -u | sed "s|^$kit/||" | paste -sd' ')
+cat >"$kit/bin/redis-server" <<EOF
+#!/bin/sh
+# redis-server from the kit's packages, with their libraries only.
+kit=\$(cd "\$(dirname "\$0")/.." && pwd)
+path=
+for d in $rel_sysdirs; do path=\$path\$kit/\$d:; done
+LD_LIBRARY_PATH=\$path exec "\$kit/sys$real_redis" "\$@"
+EOF
+chmod +x "$kit/bin/redis-server"
+
 # The C++ runtime the build used, and the newest symbol version it needs.
 for lib in libstdc++.so.6 libgcc_s.so.1; do
   cp -L "$(ldconfig -p | awk -v n="$lib" '$1 == n && /x86-64/ {print $NF; exit}')" "$kit/fallback/"
 done
-objdump -T "$kit"/bin/* "$kit"/lib/*.so* 2>/dev/null | grep -o 'GLIBCXX_3\.[0-9.]*' | sort -uV | tail -1 \
-  >"$kit/fallback/NEEDS"
+# (objdump also meets bin/redis-server, a script, and says so.)
+symbols=$(objdump -T "$kit"/bin/* "$kit"/lib/*.so* 2>/dev/null || true)
+grep -o 'GLIBCXX_3\.[0-9.]*' <<<"$symbols" | sort -uV | tail -1 >"$kit/fallback/NEEDS"
 
 cp "$root/scripts/gpu/check.sh" "$kit/check.sh"
 chmod +x "$kit/check.sh"
 {
   echo "$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown), built $(date -u +%FT%TZ) on $(uname -n)"
-  echo "glibc needed: $(objdump -T "$kit"/bin/* "$kit"/lib/*.so* 2>/dev/null | grep -o 'GLIBC_2\.[0-9]*' | sort -uV | tail -1)"
+  echo "glibc needed: $(grep -o 'GLIBC_2\.[0-9]*' <<<"$symbols" | sort -uV | tail -1)"
   echo "packages: ${!packages[*]}"
 } >"$kit/MANIFEST"
 

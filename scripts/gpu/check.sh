@@ -77,7 +77,10 @@ libs=$kit/lib
 # The machine's CUDA runtime first (PyTorch's may be newer than the
 # kit's); the kit's copy in cudart/ only where the machine has none.
 [[ -n $cudart_dir ]] && libs=$libs:$cudart_dir
-libs=$libs:$kit/sys/usr/lib/x86_64-linux-gnu:$kit/sys/lib/x86_64-linux-gnu:$kit/cudart
+libs=$libs:$kit/deps:$kit/cudart
+# UCX finds its transport modules beside libucs; the kit's copy sits apart.
+UCX_MODULE_DIR=$(find "$kit/sys" -type d -name ucx -path '*/lib/*' | head -1)
+export UCX_MODULE_DIR
 # The kit's libstdc++ only where the machine's is older than the build's.
 needs=$(cat "$kit/fallback/NEEDS" 2>/dev/null || echo GLIBCXX_3.4.30)
 if ! grep -aqF "$needs" "$(ldconfig -p 2>/dev/null | awk '$1 == "libstdc++.so.6" {print $NF; exit}')" 2>/dev/null; then
@@ -95,11 +98,25 @@ for p in ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "torch"):
     try: print(p, m.version(p), end="; ")
     except Exception: pass' 2>/dev/null)"
 fi
-ldd "$kit/lib/libmultiworld-nccl.so.0" >"$out/ldd.txt" 2>&1
-ldd "$kit/bin/nccl_test" >>"$out/ldd.txt" 2>&1
-if grep -q "not found" "$out/ldd.txt"; then
-  say "missing libraries: $(grep "not found" "$out/ldd.txt" | awk '{print $1}' | sort -u | paste -sd' ')"
-fi
+
+# Every library the kit's programs need comes from the kit, except glibc,
+# the C++ runtime, CUDA and NCCL: one found elsewhere on the machine that
+# built the kit would be missing on a bare one.
+kitLibraries() {
+  local base='^(linux-vdso|ld-linux|libc\.|libm\.|libpthread\.|libdl\.|librt\.|libresolv\.|libstdc\+\+|libgcc_s|libcuda|libnccl|libcudart)'
+  local missing outside
+  ldd "$kit"/bin/* "$kit"/lib/*.so* >"$out/ldd.txt" 2>&1
+  missing=$(awk '/not found/ {print $1}' "$out/ldd.txt" | sort -u | paste -sd' ')
+  outside=$(awk -v kit="$kit/" '$2 == "=>" && $3 ~ /^\// && index($3, kit) != 1 {print $1}' "$out/ldd.txt" |
+    grep -Ev "$base" | sort -u | paste -sd' ')
+  if [[ -n $missing ]]; then
+    record FAIL "kit libraries" "not found: $missing"
+  elif [[ -n $outside ]]; then
+    record FAIL "kit libraries" "found outside the kit: $outside"
+  else
+    record PASS "kit libraries"
+  fi
+}
 
 # ---- Redis for the bindings' tests (the C tests start their own) ---------
 tmp=$(mktemp -d /tmp/mw-gpu-check-XXXXXX)
@@ -228,13 +245,15 @@ benchnccl() {
   sed 's/^/  /' "$log" | grep -v "^  $" | tail -60 >>"$summary"
 }
 
-gtest nccl_test 180
-gtest nccl_ops_test 150
+kitLibraries
+# NCCL's view of each communicator's setup, for reading a failure.
+NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT gtest nccl_test 180
+NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT gtest nccl_ops_test 150
+benchnccl
 gotest
 rusttest
 pythontest
 record SKIP "java: java_device" "no JVM in the kit: a JRE does not fit its 60 MiB"
-benchnccl
 
 say "took $((SECONDS - started)) s"
 say "gpu-check: $passed passed, $failed failed, $skipped skipped"

@@ -61,6 +61,7 @@ void ncclPlaceRank(int rank, int size) {
   const std::string host = "mwtest-" + std::to_string(getppid()) + "-rank" + std::to_string(rank);
   setenv("NCCL_HOSTID", host.c_str(), 1);
   setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  setenv("NCCL_NET", "Socket", 0);  // loopback sockets even where InfiniBand is present
 }
 
 }  // namespace mwtest

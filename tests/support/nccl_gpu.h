@@ -27,7 +27,7 @@ int ncclDeviceForRank(int rank, int size);
 // share a GPU, NCCL would refuse them as duplicates ("Duplicate GPU
 // detected": same host hash and bus id), so each rank claims a host of its
 // own through NCCL_HOSTID and NCCL joins them over its socket transport on
-// loopback. That is a test setup on one-GPU machines, not a production one.
+// loopback (NCCL_SOCKET_IFNAME=lo, NCCL_NET=Socket unless set). That is a test setup on one-GPU machines, not a production one.
 void ncclPlaceRank(int rank, int size);
 
 }  // namespace mwtest

@@ -102,6 +102,7 @@ def _rank(name, rank, shared_gpu, result):
         if shared_gpu:
             os.environ["NCCL_HOSTID"] = "%s-rank%d" % (name, rank)
             os.environ["NCCL_SOCKET_IFNAME"] = "lo"
+            os.environ.setdefault("NCCL_NET", "Socket")
         device = 0 if shared_gpu else rank
         torch.cuda.set_device(device)
         n = 1 << 20

@@ -122,6 +122,7 @@ pub fn nccl_host_env(rank: usize) -> Vec<(&'static str, String)> {
             format!("mwtest-{}-rank{}", std::process::id(), rank),
         ),
         ("NCCL_SOCKET_IFNAME", "lo".to_string()),
+        ("NCCL_NET", "Socket".to_string()),
     ]
 }
 
