@@ -127,9 +127,12 @@ int same(const char* op, const DType& t, int rank, const std::vector<uint8_t>& g
   return 1;
 }
 
-int wait(mw_status_t issued, mw_request_t* r) {
+// Takes the request by address: it is read only after the call that issued
+// it has run (the order in which a call's arguments are evaluated is
+// unspecified).
+int wait(mw_status_t issued, mw_request_t** r) {
   MWT_CHECK(issued);
-  MWT_CHECK(mwtest::waitAndFree(r, kWaitMs));
+  MWT_CHECK(mwtest::waitAndFree(*r, kWaitMs));
   return 0;
 }
 
@@ -158,16 +161,16 @@ int everyOp(mw_world_t* w, int rank, int size, const DType& t) {
   if (t.floating) reductions.push_back({MW_PROD, "prod", [](double a, double b) { return a * b; }});
   for (const Reduction& red : reductions) {
     MWT_REQUIRE(in.put(bytesOf(t, n, mine)));
-    if (wait(mw_allreduce_async(w, in.get(), out.get(), n, t.dt, red.op, &r), r)) return 1;
+    if (wait(mw_allreduce_async(w, in.get(), out.get(), n, t.dt, red.op, &r), &r)) return 1;
     const auto want = bytesOf(t, n, [&](size_t i) { return over(red.f, i); });
     if (same((std::string("allreduce ") + red.name).c_str(), t, rank, out.take(bytes), want)) return 1;
-    if (wait(mw_reduce_async(w, in.get(), out.get(), n, t.dt, red.op, 0, &r), r)) return 1;
+    if (wait(mw_reduce_async(w, in.get(), out.get(), n, t.dt, red.op, 0, &r), &r)) return 1;
     if (rank == 0 && same((std::string("reduce ") + red.name).c_str(), t, rank, out.take(bytes), want)) return 1;
   }
   if (t.dt == MW_FLOAT32 || t.dt == MW_FLOAT64) {
     // The mean may round where 1/size does not fit the type exactly.
     MWT_REQUIRE(in.put(bytesOf(t, n, mine)));
-    if (wait(mw_allreduce_async(w, in.get(), out.get(), n, t.dt, MW_AVG, &r), r)) return 1;
+    if (wait(mw_allreduce_async(w, in.get(), out.get(), n, t.dt, MW_AVG, &r), &r)) return 1;
     const auto got = out.take(bytes);
     for (size_t i = 0; i < n; ++i) {
       const double want = over(sum, i) / size;
@@ -182,25 +185,25 @@ int everyOp(mw_world_t* w, int rank, int size, const DType& t) {
 
   const int root = size - 1;
   MWT_REQUIRE(in.put(bytesOf(t, n, mine)));
-  if (wait(mw_broadcast_async(w, in.get(), n, t.dt, root, &r), r)) return 1;
+  if (wait(mw_broadcast_async(w, in.get(), n, t.dt, root, &r), &r)) return 1;
   if (same("broadcast", t, rank, in.take(bytes), bytesOf(t, n, [&](size_t i) { return val(root, i); }))) return 1;
 
   const auto gathered = bytesOf(t, all, [&](size_t j) { return val(static_cast<int>(j / n), j % n); });
   MWT_REQUIRE(in.put(bytesOf(t, n, mine)));
-  if (wait(mw_allgather_async(w, in.get(), out.get(), n, t.dt, &r), r)) return 1;
+  if (wait(mw_allgather_async(w, in.get(), out.get(), n, t.dt, &r), &r)) return 1;
   if (same("allgather", t, rank, out.take(all_bytes), gathered)) return 1;
-  if (wait(mw_gather_async(w, in.get(), out.get(), n, t.dt, root, &r), r)) return 1;
+  if (wait(mw_gather_async(w, in.get(), out.get(), n, t.dt, root, &r), &r)) return 1;
   if (rank == root && same("gather", t, rank, out.take(all_bytes), gathered)) return 1;
 
   MWT_REQUIRE(in.put(bytesOf(t, all, mine)));
-  if (wait(mw_scatter_async(w, in.get(), out.get(), n, t.dt, 0, &r), r)) return 1;
+  if (wait(mw_scatter_async(w, in.get(), out.get(), n, t.dt, 0, &r), &r)) return 1;
   if (same("scatter", t, rank, out.take(bytes), bytesOf(t, n, [&](size_t i) { return val(0, rank * n + i); })))
     return 1;
-  if (wait(mw_reduce_scatter_async(w, in.get(), out.get(), n, t.dt, MW_SUM, &r), r)) return 1;
+  if (wait(mw_reduce_scatter_async(w, in.get(), out.get(), n, t.dt, MW_SUM, &r), &r)) return 1;
   if (same("reduce_scatter", t, rank, out.take(bytes),
            bytesOf(t, n, [&](size_t i) { return over(sum, rank * n + i); })))
     return 1;
-  if (wait(mw_alltoall_async(w, in.get(), out.get(), n, t.dt, &r), r)) return 1;
+  if (wait(mw_alltoall_async(w, in.get(), out.get(), n, t.dt, &r), &r)) return 1;
   if (same("alltoall", t, rank, out.take(all_bytes),
            bytesOf(t, all, [&](size_t j) { return val(static_cast<int>(j / n), rank * n + j % n); })))
     return 1;
@@ -218,7 +221,7 @@ int everyOp(mw_world_t* w, int rank, int size, const DType& t) {
   MWT_CHECK(mwtest::waitAndFree(sr, kWaitMs));
   MWT_CHECK(mwtest::waitAndFree(rr, kWaitMs));
   if (same("send/recv", t, rank, ring.take(bytes), bytesOf(t, n, [&](size_t i) { return val(prev, i); }))) return 1;
-  return wait(mw_barrier_async(w, &r), r);
+  return wait(mw_barrier_async(w, &r), &r);
 }
 
 void everyOpAndDtype(int size) {

@@ -12,6 +12,7 @@
 // runs in a forked worker.
 #include <gtest/gtest.h>
 #include <multiworld/multiworld.h>
+#include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -113,11 +114,20 @@ TEST(NcclWithoutGpu, MissingPluginIsNamed) {
   EXPECT_EQ(mwtest::waitExit(pid, 120s), 0);
 }
 
+// The libmultiworld this process loaded (not necessarily the build tree's:
+// the GPU kit carries its own): a real shared library that is not the
+// plugin.
+std::string loadedCoreLibrary() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&mw_backend_available), &info) == 0 || !info.dli_fname) return "";
+  return info.dli_fname;
+}
+
 TEST(NcclWithoutGpu, LibraryWithoutTheEntryPointIsRefused) {
   mwtest::RedisServer redis;
   pid_t pid = mwtest::spawn([&] {
     // A real shared library that is not the plugin.
-    setenv("MW_NCCL_PLUGIN", MW_TEST_NOT_A_PLUGIN, 1);
+    setenv("MW_NCCL_PLUGIN", loadedCoreLibrary().c_str(), 1);
     MWT_REQUIRE(mw_backend_available(MW_BACKEND_NCCL) == 0);
     mw_context_t* ctx = mwtest::newContext(redis.url());
     MWT_REQUIRE(ctx);
@@ -194,9 +204,12 @@ int openSolo(const std::string& url, const char* name, SoloWorld& s) {
   return 0;
 }
 
-int run(mw_status_t issued, mw_request_t* req) {
+// Takes the request by address: it is read only after the call that issued
+// it has run (the order in which a call's arguments are evaluated is
+// unspecified).
+int run(mw_status_t issued, mw_request_t** req) {
   MWT_CHECK(issued);
-  MWT_CHECK(mwtest::waitAndFree(req, kWaitMs));
+  MWT_CHECK(mwtest::waitAndFree(*req, kWaitMs));
   return 0;
 }
 
@@ -233,7 +246,7 @@ TEST(NcclGpu, SizeOneSelfSendRecv) {
     MWT_REQUIRE(mwtest::waitAndFree(rr, kWaitMs) == MW_ERR_INVALID_ARGUMENT);
     MWT_REQUIRE(mw_world_state(s.world) == MW_WORLD_READY);
     mw_request_t* r = nullptr;
-    if (run(mw_allreduce_async(s.world, a.get(), b.get(), n, MW_FLOAT32, MW_SUM, &r), r)) return 1;
+    if (run(mw_allreduce_async(s.world, a.get(), b.get(), n, MW_FLOAT32, MW_SUM, &r), &r)) return 1;
     MWT_REQUIRE(b.take() == pattern(n, 1));
     return 0;
   });
@@ -260,41 +273,41 @@ TEST(NcclGpu, EveryCollectiveAtSizeOne) {
       const DeviceFloats& result = in_place ? src : dst;
       std::fprintf(stderr, "in place: %d\n", in_place);
       MWT_REQUIRE(reset());
-      if (run(mw_broadcast_async(s.world, src.get(), n, MW_FLOAT32, 0, &r), r)) return 1;
+      if (run(mw_broadcast_async(s.world, src.get(), n, MW_FLOAT32, 0, &r), &r)) return 1;
       MWT_REQUIRE(src.take() == in);
       for (mw_redop_t op : {MW_SUM, MW_PROD, MW_MIN, MW_MAX, MW_AVG}) {
         MWT_REQUIRE(reset());
-        if (run(mw_allreduce_async(s.world, src.get(), out, n, MW_FLOAT32, op, &r), r)) return 1;
+        if (run(mw_allreduce_async(s.world, src.get(), out, n, MW_FLOAT32, op, &r), &r)) return 1;
         MWT_REQUIRE(result.take() == in);
         MWT_REQUIRE(reset());
-        if (run(mw_reduce_async(s.world, src.get(), out, n, MW_FLOAT32, op, 0, &r), r)) return 1;
+        if (run(mw_reduce_async(s.world, src.get(), out, n, MW_FLOAT32, op, 0, &r), &r)) return 1;
         MWT_REQUIRE(result.take() == in);
       }
       MWT_REQUIRE(reset());
-      if (run(mw_allgather_async(s.world, src.get(), out, n, MW_FLOAT32, &r), r)) return 1;
+      if (run(mw_allgather_async(s.world, src.get(), out, n, MW_FLOAT32, &r), &r)) return 1;
       MWT_REQUIRE(result.take() == in);
       MWT_REQUIRE(reset());
-      if (run(mw_gather_async(s.world, src.get(), out, n, MW_FLOAT32, 0, &r), r)) return 1;
+      if (run(mw_gather_async(s.world, src.get(), out, n, MW_FLOAT32, 0, &r), &r)) return 1;
       MWT_REQUIRE(result.take() == in);
       MWT_REQUIRE(reset());
-      if (run(mw_scatter_async(s.world, src.get(), out, n, MW_FLOAT32, 0, &r), r)) return 1;
+      if (run(mw_scatter_async(s.world, src.get(), out, n, MW_FLOAT32, 0, &r), &r)) return 1;
       MWT_REQUIRE(result.take() == in);
       MWT_REQUIRE(reset());
-      if (run(mw_reduce_scatter_async(s.world, src.get(), out, n, MW_FLOAT32, MW_SUM, &r), r)) return 1;
+      if (run(mw_reduce_scatter_async(s.world, src.get(), out, n, MW_FLOAT32, MW_SUM, &r), &r)) return 1;
       MWT_REQUIRE(result.take() == in);
       MWT_REQUIRE(reset());
-      if (run(mw_alltoall_async(s.world, src.get(), out, n, MW_FLOAT32, &r), r)) return 1;
+      if (run(mw_alltoall_async(s.world, src.get(), out, n, MW_FLOAT32, &r), &r)) return 1;
       MWT_REQUIRE(result.take() == in);
     }
-    if (run(mw_barrier_async(s.world, &r), r)) return 1;
+    if (run(mw_barrier_async(s.world, &r), &r)) return 1;
     // Half-precision types are native to NCCL: 16-bit patterns pass unchanged.
     for (mw_dtype_t dt : {MW_FLOAT16, MW_BFLOAT16}) {
       MWT_REQUIRE(src.put(in));
-      if (run(mw_allreduce_async(s.world, src.get(), dst.get(), n * 2, dt, MW_SUM, &r), r)) return 1;
+      if (run(mw_allreduce_async(s.world, src.get(), dst.get(), n * 2, dt, MW_SUM, &r), &r)) return 1;
       MWT_REQUIRE(dst.take() == in);
     }
     // Count 0 needs no buffers.
-    if (run(mw_allreduce_async(s.world, nullptr, nullptr, 0, MW_FLOAT32, MW_SUM, &r), r)) return 1;
+    if (run(mw_allreduce_async(s.world, nullptr, nullptr, 0, MW_FLOAT32, MW_SUM, &r), &r)) return 1;
     return 0;
   });
   EXPECT_EQ(mwtest::waitExit(pid, 300s), 0);
@@ -428,7 +441,7 @@ TEST(NcclGpu, DestroyWhileOperationsAreQueuedAborts) {
     s.ctx = ctx;
     MWT_CHECK(mw_world_create(ctx, "after-abort", 0, 1, MW_BACKEND_NCCL, 0, kCreateMs, &s.world));
     mw_request_t* r = nullptr;
-    if (run(mw_allreduce_async(s.world, a.get(), b.get(), 1024, MW_FLOAT32, MW_SUM, &r), r)) return 1;
+    if (run(mw_allreduce_async(s.world, a.get(), b.get(), 1024, MW_FLOAT32, MW_SUM, &r), &r)) return 1;
     return 0;
   });
   EXPECT_EQ(mwtest::waitExit(pid, 300s), 0);
@@ -454,14 +467,14 @@ TEST(NcclGpu, TwoRanksExchange) {
     MWT_REQUIRE(a.ok() && b.ok());
     MWT_REQUIRE(a.put(pattern(n, static_cast<float>(rank + 1))));
     mw_request_t* r = nullptr;
-    if (run(mw_allreduce_async(w, a.get(), b.get(), n, MW_FLOAT32, MW_SUM, &r), r)) return 1;
+    if (run(mw_allreduce_async(w, a.get(), b.get(), n, MW_FLOAT32, MW_SUM, &r), &r)) return 1;
     std::vector<float> want = pattern(n, 1), two = pattern(n, 2);
     for (size_t i = 0; i < n; ++i) want[i] += two[i];
     MWT_REQUIRE(b.take() == want);
     if (rank == 0) {
-      if (run(mw_send_async(w, a.get(), n, MW_FLOAT32, 1, &r), r)) return 1;
+      if (run(mw_send_async(w, a.get(), n, MW_FLOAT32, 1, &r), &r)) return 1;
     } else {
-      if (run(mw_recv_async(w, b.get(), n, MW_FLOAT32, 0, &r), r)) return 1;
+      if (run(mw_recv_async(w, b.get(), n, MW_FLOAT32, 0, &r), &r)) return 1;
       MWT_REQUIRE(b.take() == pattern(n, 1));
     }
     MWT_CHECK(mw_world_destroy(w));
@@ -495,7 +508,7 @@ TEST(NcclGpu, KilledPeerBreaksOnlyTheSharedWorld) {
       MWT_REQUIRE(a.ok() && b.ok());
       MWT_REQUIRE(a.put(pattern(n, 1)));
       mw_request_t* r = nullptr;
-      if (run(mw_allreduce_async(shared, a.get(), b.get(), n, MW_FLOAT32, MW_SUM, &r), r)) return 1;
+      if (run(mw_allreduce_async(shared, a.get(), b.get(), n, MW_FLOAT32, MW_SUM, &r), &r)) return 1;
       if (rank == 1) {
         ++stage->ready;
         pause();  // killed here
@@ -516,7 +529,7 @@ TEST(NcclGpu, KilledPeerBreaksOnlyTheSharedWorld) {
       MWT_REQUIRE(ev.type == MW_EVENT_WORLD_BROKEN && std::string(ev.world_name) == "shared");
       // This process's own world keeps working.
       for (int i = 0; i < 20; ++i) {
-        if (run(mw_allreduce_async(own, a.get(), b.get(), n, MW_FLOAT32, MW_SUM, &r), r)) return 1;
+        if (run(mw_allreduce_async(own, a.get(), b.get(), n, MW_FLOAT32, MW_SUM, &r), &r)) return 1;
       }
       MWT_REQUIRE(b.take() == pattern(n, 1));
       MWT_REQUIRE(mw_world_state(own) == MW_WORLD_READY);

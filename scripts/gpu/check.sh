@@ -9,6 +9,8 @@
 # tests of the bindings and `mw_bench nccl`, and writes a summary, logs and
 # the benchmark's JSON into $OUT (default: the kit's out/). Each check has a
 # time limit, and the whole run ends within MW_GPU_CHECK_SECONDS (420 s).
+# MW_GPU_CHECKS names the checks to run (nccl_test nccl_ops_test bench go
+# rust python java); all by default.
 # Without a GPU every check skips, saying why. It exits 0 when nothing
 # failed. The last line is `gpu-check: N passed, N failed, N skipped`.
 set -uo pipefail
@@ -246,14 +248,16 @@ benchnccl() {
 }
 
 kitLibraries
+# MW_GPU_CHECKS="nccl_test bench ..." runs only those (to rerun what failed).
+want() { [[ -z ${MW_GPU_CHECKS:-} || " $MW_GPU_CHECKS " == *" $1 "* ]]; }
 # NCCL's view of each communicator's setup, for reading a failure.
-NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT gtest nccl_test 180
-NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT gtest nccl_ops_test 150
-benchnccl
-gotest
-rusttest
-pythontest
-record SKIP "java: java_device" "no JVM in the kit: a JRE does not fit its 60 MiB"
+want nccl_test && NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT gtest nccl_test 180
+want nccl_ops_test && NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT gtest nccl_ops_test 150
+want bench && benchnccl
+want go && gotest
+want rust && rusttest
+want python && pythontest
+want java && record SKIP "java: java_device" "no JVM in the kit: a JRE does not fit its 60 MiB"
 
 say "took $((SECONDS - started)) s"
 say "gpu-check: $passed passed, $failed failed, $skipped skipped"
