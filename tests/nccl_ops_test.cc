@@ -103,7 +103,10 @@ class DeviceBytes {
   DeviceBytes& operator=(const DeviceBytes&) = delete;
   void* get() const { return p_; }
   bool put(const std::vector<uint8_t>& v) const {
-    return p_ && v.size() <= n_ && cudaMemcpy(p_, v.data(), v.size(), cudaMemcpyHostToDevice) == cudaSuccess;
+    // From pageable memory cudaMemcpy may return before the data lands, and
+    // a world's stream does not wait for the default stream: wait here.
+    return p_ && v.size() <= n_ && cudaMemcpy(p_, v.data(), v.size(), cudaMemcpyHostToDevice) == cudaSuccess &&
+           cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess;
   }
   std::vector<uint8_t> take(size_t n) const {
     std::vector<uint8_t> v(n);

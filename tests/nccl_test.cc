@@ -168,7 +168,10 @@ class DeviceFloats {
   float* get() const { return static_cast<float*>(p_); }
   bool ok() const { return p_ != nullptr; }
   bool put(const std::vector<float>& v) {
-    return cudaMemcpy(p_, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess;
+    // From pageable memory cudaMemcpy may return before the data lands, and
+    // a world's stream does not wait for the default stream: wait here.
+    return cudaMemcpy(p_, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
+           cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess;
   }
   std::vector<float> take() const {
     std::vector<float> v(n_);
