@@ -22,6 +22,12 @@ summary=$out/summary.txt
 budget=${MW_GPU_CHECK_SECONDS:-420}
 started=$SECONDS
 passed=0 failed=0 skipped=0
+tmp=$(mktemp -d /tmp/mw-gpu-check-XXXXXX)
+cleanup() {
+  [[ -f $tmp/redis.pid ]] && kill "$(cat "$tmp/redis.pid")" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 
 say() { echo "$*" | tee -a "$summary"; }
 record() {  # record PASS|FAIL|SKIP name [reason]
@@ -107,10 +113,13 @@ fi
 kitLibraries() {
   local base='^(linux-vdso|ld-linux|libc\.|libm\.|libpthread\.|libdl\.|librt\.|libresolv\.|libstdc\+\+|libgcc_s|libcuda|libnccl|libcudart)'
   local missing outside
-  ldd "$kit"/bin/* "$kit"/lib/*.so* >"$out/ldd.txt" 2>&1
-  missing=$(awk '/not found/ {print $1}' "$out/ldd.txt" | sort -u | paste -sd' ')
-  outside=$(awk -v kit="$kit/" '$2 == "=>" && $3 ~ /^\// && index($3, kit) != 1 {print $1}' "$out/ldd.txt" |
+  # In $OUT only on a failure: what comes back from a GPU machine may be
+  # limited in files.
+  ldd "$kit"/bin/* "$kit"/lib/*.so* >"$tmp/ldd.txt" 2>&1
+  missing=$(awk '/not found/ {print $1}' "$tmp/ldd.txt" | sort -u | paste -sd' ')
+  outside=$(awk -v kit="$kit/" '$2 == "=>" && $3 ~ /^\// && index($3, kit) != 1 {print $1}' "$tmp/ldd.txt" |
     grep -Ev "$base" | sort -u | paste -sd' ')
+  [[ -z $missing$outside ]] || cp "$tmp/ldd.txt" "$out/"
   if [[ -n $missing ]]; then
     record FAIL "kit libraries" "not found: $missing"
   elif [[ -n $outside ]]; then
@@ -121,12 +130,6 @@ kitLibraries() {
 }
 
 # ---- Redis for the bindings' tests (the C tests start their own) ---------
-tmp=$(mktemp -d /tmp/mw-gpu-check-XXXXXX)
-cleanup() {
-  [[ -f $tmp/redis.pid ]] && kill "$(cat "$tmp/redis.pid")" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 redis-server --port 0 --unixsocket "$tmp/redis.sock" --save '' --appendonly no \
   --daemonize yes --pidfile "$tmp/redis.pid" --logfile "$tmp/redis.log" >/dev/null 2>&1
 for _ in $(seq 100); do [[ -S $tmp/redis.sock ]] && break; sleep 0.05; done
@@ -159,8 +162,10 @@ gtest() {
     esac
   done <"$log"
   if ((rc == 124 || rc == 137)); then record FAIL "$name" "timed out; see $name.log"; fi
-  # Lines worth reading without the log: timings and thread counts.
-  grep -E "^(threads:|destroy |pending recv)" "$log" | sed 's/^/  /' | tee -a "$summary"
+  # Lines worth reading without the log: timings and thread counts (found
+  # anywhere in a line: NCCL's output on the same stream may precede them).
+  grep -aoE "threads: [0-9]+ with 1 NCCL world, [0-9]+ with [0-9]+|destroy with [^:]* took [0-9.]+ ms|pending recv [^:]* after [0-9.]+ ms" \
+    "$log" | sed 's/^/  /' | tee -a "$summary"
 }
 
 # A `go test` binary: one result per test.
