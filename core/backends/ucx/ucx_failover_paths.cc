@@ -200,7 +200,11 @@ void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
   Path& path = p.paths[index];
   if (!closed_ && !p.left && !path.down && path.suspect && path.suspect_nonce == nonce) {
     path.suspect = false;  // it answered: the failure was elsewhere
+    const size_t was = p.current;
     chooseCurrent(p);
+    // What went on the path used meanwhile goes again here: that path may
+    // be the dead one, and silence would be charged to this one.
+    if (p.current != was) retransmit(p);
     return;
   }
   if (closed_ || p.left || !path.down || !path.probe_ep || path.probe_nonce != nonce) return;
@@ -214,15 +218,18 @@ void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
   const bool announced = path.announced;
   path.announced = false;
   const bool all_were_down = p.paths[p.current].down;
-  // A preferred path takes new traffic at once: the receiver holds what
-  // overtakes what is still on its way on the other.
-  if (all_were_down || index < p.current) p.current = index;
+  // A preferred path takes new traffic at once, and what is unacknowledged
+  // goes again on it: the path it went on may be dead without anyone having
+  // noticed, and silence is charged to the current path. The receiver drops
+  // what it already has.
+  const bool moved = all_were_down || index < p.current;
+  if (moved) p.current = index;
   p.reported_unreachable = false;
   if (announced) {
     MW_LOG(LogLevel::Info, "%s is up again", pathName(p, path).c_str());
     if (hooks_.path_changed) hooks_.path_changed(peer, true, path.peer_ip, pathName(p, path) + " carries traffic again");
   }
-  if (all_were_down && !closed_) retransmit(p);
+  if (moved && !closed_) retransmit(p);
 }
 
 // ---------------------------------------------------------------- timer
