@@ -11,6 +11,7 @@
 #include "bench/raw_nccl.h"
 #include "bench/suite_common.h"
 #include "tools/lab/clock.h"
+#include "tools/lab/nccl_host.h"
 
 namespace mwbench::gpu {
 namespace {
@@ -89,12 +90,7 @@ void printRow(const Row& r) {
 int placeProcess(int index, int devices, int one_gpu) {
   if (devices >= 2) return std::min(index, 1);
   // The parent's pid keeps the names of concurrent runs apart.
-  const std::string host = "mw-bench-" + std::to_string(getppid()) + "-rank" + std::to_string(index);
-  setenv("NCCL_HOSTID", host.c_str(), 1);
-  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-  // Sockets even where the host has InfiniBand, which NCCL would try first
-  // (unless the caller chose a network).
-  setenv("NCCL_NET", "Socket", 0);
+  mwlab::claimOwnNcclHost("mw-bench-" + std::to_string(getppid()) + "-rank" + std::to_string(index));
   return one_gpu;
 }
 

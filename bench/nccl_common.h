@@ -67,10 +67,8 @@ void printRow(const Row& r);
 // NCCL call; returns the CUDA device of process `index`. With 2+ GPUs:
 // index 0 on device 0, every other on device 1 (no communicator of these
 // parts joins two processes of index >= 1). With one GPU all share
-// `one_gpu`, and each process claims a host of its own through NCCL_HOSTID
-// (NCCL_SOCKET_IFNAME=lo, NCCL_NET=Socket), since NCCL refuses two ranks of one
-// communicator on one device of one host; NCCL then joins them over its
-// socket transport on loopback. A test setup, not a production one.
+// `one_gpu`, and each process claims a host of its own
+// (tools/lab/nccl_host.h).
 int placeProcess(int index, int devices, int one_gpu);
 // That placement in words, for the report.
 std::string placementText(int processes, int devices, int one_gpu);

@@ -17,6 +17,7 @@
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
+#include "tools/lab/nccl_host.h"
 #include "tools/lab/shared.h"
 
 namespace mwtest {
@@ -58,10 +59,7 @@ int ncclDeviceForRank(int rank, int size) { return ncclProbe().devices >= size ?
 
 void ncclPlaceRank(int rank, int size) {
   if (ncclProbe().devices >= size) return;
-  const std::string host = "mwtest-" + std::to_string(getppid()) + "-rank" + std::to_string(rank);
-  setenv("NCCL_HOSTID", host.c_str(), 1);
-  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-  setenv("NCCL_NET", "Socket", 0);  // loopback sockets even where InfiniBand is present
+  mwlab::claimOwnNcclHost("mwtest-" + std::to_string(getppid()) + "-rank" + std::to_string(rank));
 }
 
 }  // namespace mwtest

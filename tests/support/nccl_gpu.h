@@ -24,10 +24,7 @@ const NcclProbe& ncclProbe();
 int ncclDeviceForRank(int rank, int size);
 
 // Call in a rank's process before any CUDA or NCCL call. When the ranks
-// share a GPU, NCCL would refuse them as duplicates ("Duplicate GPU
-// detected": same host hash and bus id), so each rank claims a host of its
-// own through NCCL_HOSTID and NCCL joins them over its socket transport on
-// loopback (NCCL_SOCKET_IFNAME=lo, NCCL_NET=Socket unless set). That is a test setup on one-GPU machines, not a production one.
+// share a GPU, each claims a host of its own (tools/lab/nccl_host.h).
 void ncclPlaceRank(int rank, int size);
 
 }  // namespace mwtest
