@@ -156,4 +156,17 @@ std::string joinAll(const std::vector<Child*>& children, int64_t deadline_ns, st
 
 double secondsSince(int64_t t0_ns) { return static_cast<double>(mwlab::monotonicNs() - t0_ns) / 1e9; }
 
+IssuedRequests::~IssuedRequests() {
+  for (mw_request_t* r : pending_) mw_request_free(r);
+}
+
+void IssuedRequests::waitAll(int timeout_ms) {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    mw_request_t* r = pending_[i];
+    pending_[i] = nullptr;
+    common::mwWait(r, timeout_ms, "ours");
+  }
+  pending_.clear();
+}
+
 }  // namespace mwbench::gpu

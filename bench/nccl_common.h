@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <multiworld/multiworld.h>
 #include <nccl.h>
 
 #include <atomic>
@@ -105,5 +106,22 @@ std::string joinAll(const std::vector<Child*>& children, int64_t deadline_ns, st
                     int grace_ms);
 
 double secondsSince(int64_t t0_ns);
+
+// The requests one world issued in a timed round, waited for in issue
+// order: the world's work runs in order on its stream, so the first wait
+// does the waiting and the rest find theirs done. Frees what it still holds.
+class IssuedRequests {
+ public:
+  IssuedRequests() = default;
+  IssuedRequests(const IssuedRequests&) = delete;
+  IssuedRequests& operator=(const IssuedRequests&) = delete;
+  ~IssuedRequests();
+  void add(mw_request_t* r) { pending_.push_back(r); }
+  // Throws on the first that fails or outlasts `timeout_ms`.
+  void waitAll(int timeout_ms);
+
+ private:
+  std::vector<mw_request_t*> pending_;
+};
 
 }  // namespace mwbench::gpu

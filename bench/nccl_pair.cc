@@ -66,9 +66,6 @@ class Side {
 class Ours final : public Side {
  public:
   Ours(mw_world_t* world, int rank) : world_(world), rank_(rank) {}
-  ~Ours() override {
-    for (mw_request_t* r : pending_) mw_request_free(r);
-  }
   const char* name() const override { return "ours"; }
 
   void issue(Op op, float* in, float* out, size_t count) override {
@@ -82,23 +79,15 @@ class Ours final : public Side {
     } else {
       mwCheck(mw_recv_async(world_, out, count, MW_FLOAT32, 0, &r), "mw_recv_async");
     }
-    pending_.push_back(r);
+    pending_.add(r);
   }
 
-  void finish() override {
-    // In issue order: the world's work runs in order on its stream.
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      mw_request_t* r = pending_[i];
-      pending_[i] = nullptr;
-      mwWait(r, kWaitMs, "ours");
-    }
-    pending_.clear();
-  }
+  void finish() override { pending_.waitAll(kWaitMs); }
 
  private:
   mw_world_t* world_;
   int rank_;
-  std::vector<mw_request_t*> pending_;
+  IssuedRequests pending_;
 };
 
 class Raw final : public Side {

@@ -47,38 +47,26 @@ class Side {
 class Ours final : public Side {
  public:
   explicit Ours(mw_world_t* world) : world_(world) {}
-  ~Ours() override {
-    for (mw_request_t* r : pending_) mw_request_free(r);
-  }
   const char* name() const override { return "ours"; }
 
   void issue(Op op, const float* in, float* out, size_t count) override {
     mw_request_t* r = nullptr;
     if (op == Op::Allreduce) {
       mwCheck(mw_allreduce_async(world_, in, out, count, MW_FLOAT32, MW_SUM, &r), "mw_allreduce_async");
-      pending_.push_back(r);
+      pending_.add(r);
       return;
     }
     mwCheck(mw_send_async(world_, in, count, MW_FLOAT32, 0, &r), "mw_send_async");
-    pending_.push_back(r);
+    pending_.add(r);
     mwCheck(mw_recv_async(world_, out, count, MW_FLOAT32, 0, &r), "mw_recv_async");
-    pending_.push_back(r);
+    pending_.add(r);
   }
 
-  void finish() override {
-    // In issue order: one world's work runs in order on its stream, so the
-    // first wait does the waiting and the rest find their request done.
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      mw_request_t* r = pending_[i];
-      pending_[i] = nullptr;
-      mwWait(r, kTimeoutMs, "ours");
-    }
-    pending_.clear();
-  }
+  void finish() override { pending_.waitAll(kTimeoutMs); }
 
  private:
   mw_world_t* world_;
-  std::vector<mw_request_t*> pending_;
+  IssuedRequests pending_;
 };
 
 // What multiworld replaces: a communicator and a stream of one's own.
