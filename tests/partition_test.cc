@@ -83,7 +83,10 @@ TEST(Partition, CutLinkBreaksOnlyTheWorldAcrossIt) {
 
   // The world on this side of the cut keeps running.
   int64_t local0 = board->x.worlds[kLocal].received;
-  EXPECT_TRUE(eventually([&] { return board->x.worlds[kLocal].received > local0 + 200; }, 10s));
+  EXPECT_TRUE(eventually([&] { return board->x.worlds[kLocal].received > local0 + 200; }, 10s))
+      << "local world: X received " << board->x.worlds[kLocal].received.load() << " (" << local0
+      << " at the break), Z received " << board->z.worlds[kLocal].received.load() << "; errors X "
+      << board->x.errors.load() << ", Z " << board->z.errors.load();
   EXPECT_EQ(board->x.worlds[kLocal].broken_at_ns.load(), 0);
   EXPECT_EQ(board->z.worlds[kLocal].broken_at_ns.load(), 0);
 
