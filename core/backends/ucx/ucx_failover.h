@@ -204,6 +204,9 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   // The first path that is up and not suspect, else the first that is up;
   // false: every path is down.
   bool chooseCurrent(Peer& p);
+  // chooseCurrent, and when the current path moved, what is unacknowledged
+  // goes again on the new one.
+  void chooseAgain(Peer& p);
   void retransmit(Peer& p);
   std::string unackedSummary(const Peer& p) const;
   void probe(Peer& p, Path& path);

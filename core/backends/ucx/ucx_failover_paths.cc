@@ -92,12 +92,17 @@ void UcxFailover::suspect(Peer& p, Path& path) {
   path.suspect_since = Clock::now();
   path.suspect_nonce = next_serial_++;
   sendProbe(p, path, path.ep, path.suspect_nonce);
-  if (p.current == path.index && chooseCurrent(p) && p.current != path.index) {
-    // What it may have swallowed goes again on the other path; the
-    // receiver drops what it already has.
-    retransmit(p);
-  }
+  if (p.current == path.index) chooseAgain(p);
   armTimer();
+}
+
+// What went on the path used before may be lost (it may be the dead one,
+// unnoticed), and silence is charged to the current path: it all goes
+// again on the new one. The receiver drops what it already has.
+void UcxFailover::chooseAgain(Peer& p) {
+  const size_t was = p.current;
+  chooseCurrent(p);
+  if (p.current != was) retransmit(p);
 }
 
 void UcxFailover::peerMoved(int peer, size_t from) {
@@ -200,11 +205,7 @@ void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
   Path& path = p.paths[index];
   if (!closed_ && !p.left && !path.down && path.suspect && path.suspect_nonce == nonce) {
     path.suspect = false;  // it answered: the failure was elsewhere
-    const size_t was = p.current;
-    chooseCurrent(p);
-    // What went on the path used meanwhile goes again here: that path may
-    // be the dead one, and silence would be charged to this one.
-    if (p.current != was) retransmit(p);
+    chooseAgain(p);
     return;
   }
   if (closed_ || p.left || !path.down || !path.probe_ep || path.probe_nonce != nonce) return;
@@ -219,9 +220,7 @@ void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
   path.announced = false;
   const bool all_were_down = p.paths[p.current].down;
   // A preferred path takes new traffic at once, and what is unacknowledged
-  // goes again on it: the path it went on may be dead without anyone having
-  // noticed, and silence is charged to the current path. The receiver drops
-  // what it already has.
+  // goes again on it, as in chooseAgain.
   const bool moved = all_were_down || index < p.current;
   if (moved) p.current = index;
   p.reported_unreachable = false;
