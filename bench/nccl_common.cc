@@ -156,6 +156,23 @@ std::string joinAll(const std::vector<Child*>& children, int64_t deadline_ns, st
 
 double secondsSince(int64_t t0_ns) { return static_cast<double>(mwlab::monotonicNs() - t0_ns) / 1e9; }
 
+RawComm::RawComm(int nranks, const ncclUniqueId& id, int rank) {
+  ncclCheck(rawNccl().commInitRank(&comm_, nranks, id, rank), "ncclCommInitRank");
+  const cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+  if (e != cudaSuccess) {
+    rawNccl().commDestroy(comm_);
+    cudaCheck(e, "cudaStreamCreateWithFlags");
+  }
+}
+
+RawComm::~RawComm() {
+  cudaStreamSynchronize(stream_);
+  cudaStreamDestroy(stream_);
+  rawNccl().commDestroy(comm_);
+}
+
+void RawComm::synchronize() const { cudaCheck(cudaStreamSynchronize(stream_), "raw cudaStreamSynchronize"); }
+
 IssuedRequests::~IssuedRequests() {
   for (mw_request_t* r : pending_) mw_request_free(r);
 }

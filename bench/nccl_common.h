@@ -107,6 +107,25 @@ std::string joinAll(const std::vector<Child*>& children, int64_t deadline_ns, st
 
 double secondsSince(int64_t t0_ns);
 
+// What a multiworld NCCL world replaces: a raw communicator of `nranks`
+// and a non-blocking stream of its own (like a world's, so that neither
+// side is ordered behind the legacy default stream); freed together.
+class RawComm {
+ public:
+  RawComm(int nranks, const ncclUniqueId& id, int rank);
+  ~RawComm();
+  RawComm(const RawComm&) = delete;
+  RawComm& operator=(const RawComm&) = delete;
+  ncclComm_t comm() const { return comm_; }
+  cudaStream_t stream() const { return stream_; }
+  // Waits for what was issued on the stream.
+  void synchronize() const;
+
+ private:
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
 // The requests one world issued in a timed round, waited for in issue
 // order: the world's work runs in order on its stream, so the first wait
 // does the waiting and the rest find theirs done. Frees what it still holds.

@@ -92,40 +92,30 @@ class Ours final : public Side {
 
 class Raw final : public Side {
  public:
-  Raw(const ncclUniqueId& id, int rank) : rank_(rank) {
-    ncclCheck(rawNccl().commInitRank(&comm_, 2, id, rank), "ncclCommInitRank");
-    // Non-blocking like the stream of a multiworld world.
-    cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  }
-  ~Raw() override {
-    if (stream_) {
-      cudaStreamSynchronize(stream_);
-      cudaStreamDestroy(stream_);
-    }
-    if (comm_) rawNccl().commDestroy(comm_);
-  }
+  Raw(const ncclUniqueId& id, int rank) : raw_(2, id, rank), rank_(rank) {}
   const char* name() const override { return "raw"; }
 
   void issue(Op op, float* in, float* out, size_t count) override {
     const RawNccl& nccl = rawNccl();
+    ncclComm_t comm = raw_.comm();
+    cudaStream_t stream = raw_.stream();
     if (op == Op::Allreduce) {
-      ncclCheck(nccl.allReduce(in, out, count, ncclFloat32, ncclSum, comm_, stream_), "ncclAllReduce");
+      ncclCheck(nccl.allReduce(in, out, count, ncclFloat32, ncclSum, comm, stream), "ncclAllReduce");
     } else if (op == Op::Broadcast) {
       float* buf = rank_ == 0 ? in : out;  // in place, as ours
-      ncclCheck(nccl.broadcast(buf, buf, count, ncclFloat32, 0, comm_, stream_), "ncclBroadcast");
+      ncclCheck(nccl.broadcast(buf, buf, count, ncclFloat32, 0, comm, stream), "ncclBroadcast");
     } else if (rank_ == 0) {
-      ncclCheck(nccl.send(in, count, ncclFloat32, 1, comm_, stream_), "ncclSend");
+      ncclCheck(nccl.send(in, count, ncclFloat32, 1, comm, stream), "ncclSend");
     } else {
-      ncclCheck(nccl.recv(out, count, ncclFloat32, 0, comm_, stream_), "ncclRecv");
+      ncclCheck(nccl.recv(out, count, ncclFloat32, 0, comm, stream), "ncclRecv");
     }
   }
 
-  void finish() override { cudaCheck(cudaStreamSynchronize(stream_), "raw cudaStreamSynchronize"); }
+  void finish() override { raw_.synchronize(); }
 
  private:
+  RawComm raw_;
   int rank_;
-  ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
 };
 
 // One rank's view of the part.

@@ -69,36 +69,23 @@ class Ours final : public Side {
   IssuedRequests pending_;
 };
 
-// What multiworld replaces: a communicator and a stream of one's own.
+// What multiworld replaces: a size-1 communicator and a stream of one's own.
 class Raw final : public Side {
  public:
-  Raw() {
-    const RawNccl& nccl = rawNccl();
-    ncclUniqueId id;
-    ncclCheck(nccl.getUniqueId(&id), "ncclGetUniqueId");
-    ncclCheck(nccl.commInitRank(&comm_, 1, id, 0), "ncclCommInitRank");
-    // Non-blocking like the stream of a multiworld world, so that neither
-    // side is ordered behind the legacy default stream.
-    cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  }
-  ~Raw() override {
-    if (stream_) {
-      cudaStreamSynchronize(stream_);
-      cudaStreamDestroy(stream_);
-    }
-    rawNccl().commDestroy(comm_);
-  }
+  Raw() : raw_(1, newUniqueId(), 0) {}
   const char* name() const override { return "raw"; }
 
   void issue(Op op, const float* in, float* out, size_t count) override {
     const RawNccl& nccl = rawNccl();
+    ncclComm_t comm = raw_.comm();
+    cudaStream_t stream = raw_.stream();
     if (op == Op::Allreduce) {
-      ncclCheck(nccl.allReduce(in, out, count, ncclFloat32, ncclSum, comm_, stream_), "ncclAllReduce");
+      ncclCheck(nccl.allReduce(in, out, count, ncclFloat32, ncclSum, comm, stream), "ncclAllReduce");
       return;
     }
     ncclCheck(nccl.groupStart(), "ncclGroupStart");
-    ncclResult_t s = nccl.send(in, count, ncclFloat32, 0, comm_, stream_);
-    ncclResult_t r = nccl.recv(out, count, ncclFloat32, 0, comm_, stream_);
+    ncclResult_t s = nccl.send(in, count, ncclFloat32, 0, comm, stream);
+    ncclResult_t r = nccl.recv(out, count, ncclFloat32, 0, comm, stream);
     // The group is closed even when a call in it failed.
     ncclResult_t e = nccl.groupEnd();
     ncclCheck(s, "ncclSend");
@@ -106,11 +93,15 @@ class Raw final : public Side {
     ncclCheck(e, "ncclGroupEnd");
   }
 
-  void finish() override { cudaCheck(cudaStreamSynchronize(stream_), "raw cudaStreamSynchronize"); }
+  void finish() override { raw_.synchronize(); }
 
  private:
-  ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
+  static ncclUniqueId newUniqueId() {
+    ncclUniqueId id;
+    ncclCheck(rawNccl().getUniqueId(&id), "ncclGetUniqueId");
+    return id;
+  }
+  RawComm raw_;
 };
 
 struct Buffers {
