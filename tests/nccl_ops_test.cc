@@ -91,33 +91,7 @@ std::vector<uint8_t> bytesOf(const DType& t, size_t count, const std::function<d
   return out;
 }
 
-class DeviceBytes {
- public:
-  explicit DeviceBytes(size_t n) : n_(n) {
-    if (cudaMalloc(&p_, std::max<size_t>(n, 1)) != cudaSuccess) p_ = nullptr;
-  }
-  ~DeviceBytes() {
-    if (p_) cudaFree(p_);
-  }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  void* get() const { return p_; }
-  bool put(const std::vector<uint8_t>& v) const {
-    // From pageable memory cudaMemcpy may return before the data lands, and
-    // a world's stream does not wait for the default stream: wait here.
-    return p_ && v.size() <= n_ && cudaMemcpy(p_, v.data(), v.size(), cudaMemcpyHostToDevice) == cudaSuccess &&
-           cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess;
-  }
-  std::vector<uint8_t> take(size_t n) const {
-    std::vector<uint8_t> v(n);
-    if (!p_ || cudaMemcpy(v.data(), p_, n, cudaMemcpyDeviceToHost) != cudaSuccess) v.clear();
-    return v;
-  }
-
- private:
-  void* p_ = nullptr;
-  size_t n_;
-};
+using DeviceBytes = mwtest::DeviceArray<uint8_t>;
 
 // Checks `got` against `want`; on a mismatch names the op, dtype and first
 // differing byte, and returns 1.

@@ -156,33 +156,7 @@ TEST(NcclWithoutGpu, LibraryWithoutTheEntryPointIsRefused) {
     }                                                                                                 \
   } while (0)
 
-// Device memory holding `n` floats, freed with the object.
-class DeviceFloats {
- public:
-  explicit DeviceFloats(size_t n) : n_(n) {
-    if (cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(float)) != cudaSuccess) p_ = nullptr;
-  }
-  ~DeviceFloats() {
-    if (p_) cudaFree(p_);
-  }
-  float* get() const { return static_cast<float*>(p_); }
-  bool ok() const { return p_ != nullptr; }
-  bool put(const std::vector<float>& v) {
-    // From pageable memory cudaMemcpy may return before the data lands, and
-    // a world's stream does not wait for the default stream: wait here.
-    return cudaMemcpy(p_, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
-           cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess;
-  }
-  std::vector<float> take() const {
-    std::vector<float> v(n_);
-    if (cudaMemcpy(v.data(), p_, n_ * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) v.clear();
-    return v;
-  }
-
- private:
-  void* p_ = nullptr;
-  size_t n_;
-};
+using DeviceFloats = mwtest::DeviceArray<float>;
 
 std::vector<float> pattern(size_t n, float base) {
   std::vector<float> v(n);
