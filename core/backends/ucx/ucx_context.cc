@@ -30,13 +30,17 @@ UcxContext::UcxContext(const Config& cfg)
     : paths_(publishedPaths(cfg)), path_timeout_(cfg.path_timeout), member_timeout_(cfg.heartbeat_timeout) {
   engine_ = std::make_shared<UcxEngine>(cfg.spin, netDevicesFor(cfg.configuredDataAddresses(), addressKey(cfg)),
                                         pathDevices(cfg, paths_));
-  links_ = std::make_unique<UcxLinks>(*engine_);
+  const std::vector<std::string> configured = cfg.configuredDataAddresses();
+  const std::string bind_ip = configured.empty() ? std::string() : configured.front();
+  links_ = std::make_unique<UcxLinks>(*engine_, bind_ip,
+                                      !bind_ip.empty() ? bind_ip : paths_.empty() ? "127.0.0.1" : paths_.front());
   has_paths_ = engine_->pathCount() > 0;
   if (has_paths_) {
     UcxEngine::Lock lock = engine_->lock();
     router_ = std::make_unique<UcxPathRouter>(*engine_);
     listeners_ = std::make_unique<UcxPathListeners>(*engine_, paths_);
   }
+  if (has_paths_) acceptors_ = std::make_unique<UcxPathAcceptors>(*engine_, paths_);
 }
 
 UcxContext::~UcxContext() { shutdown(); }
@@ -48,6 +52,7 @@ void UcxContext::shutdown() {
     links_.reset();
     router_.reset();
     listeners_.reset();
+    acceptors_.reset();
     engine_->progressLocked();
   }
   engine_->shutdown();

@@ -13,6 +13,7 @@
 
 #include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/ucx_links.h"
+#include "core/backends/ucx/ucx_path_accept.h"
 #include "core/backends/ucx/ucx_path_probe.h"
 #include "core/backends/ucx/ucx_path_wire.h"
 #include "core/config.h"
@@ -57,6 +58,8 @@ class UcxContext {
   UcxPathRouter* router() { return router_.get(); }
   // The port of path `path`'s reachability listener (ucx_path_probe.h).
   uint16_t probePort(size_t path) const { return listeners_ ? listeners_->port(path) : 0; }
+  // The port where path `path`'s worker listens (ucx_path_accept.h).
+  uint16_t pathListenPort(size_t path) const { return acceptors_ ? acceptors_->port(path) : 0; }
   // A world id no live world of this context has (1 .. 2^24-1), chosen
   // round-robin so that an id comes back only after 2^24 - 1 others.
   // Throws Error(Unsupported) when every id is in use.
@@ -73,6 +76,7 @@ class UcxContext {
   std::unique_ptr<UcxLinks> links_;
   std::unique_ptr<UcxPathRouter> router_;
   std::unique_ptr<UcxPathListeners> listeners_;
+  std::unique_ptr<UcxPathAcceptors> acceptors_;
   std::vector<std::string> paths_;
   const std::chrono::milliseconds path_timeout_;
   const std::chrono::milliseconds member_timeout_;

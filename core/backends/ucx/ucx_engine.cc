@@ -72,7 +72,6 @@ namespace {
 struct WorkerParts {
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;
-  std::string address;
   int fd = -1;
 
   void release() {
@@ -105,7 +104,9 @@ WorkerParts makeWorker(const std::string& net_devices, bool path) {
   if (path && !std::getenv("UCX_TLS")) ucp_config_modify(config, "TLS", "tcp");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
-  params.features = (path ? UCP_FEATURE_AM : UCP_FEATURE_TAG) | UCP_FEATURE_WAKEUP;
+  // The main worker's endpoints name their world with an active message
+  // (ucx_links.h).
+  params.features = (path ? UCP_FEATURE_AM : UCP_FEATURE_TAG | UCP_FEATURE_AM) | UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 0;
   params.name = path ? "multiworld-path" : "multiworld";
   WorkerParts parts;
@@ -115,31 +116,20 @@ WorkerParts makeWorker(const std::string& net_devices, bool path) {
   try {
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    // Our lock serialises every call, but not UCX's own async thread: in
-    // UCX 1.13 it accepts TCP connections (and adds their endpoints) while
-    // another thread progresses the same TCP interface. In multi-thread
-    // mode progress blocks the async thread, which then handles what it
-    // missed inside progress. This made a crash in
-    // uct_tcp_iface_handle_events around link cuts (an endpoint freed by
-    // its own receive handling, then used for sending) much rarer: 3 of 7
-    // runs of the Cuts/* failover tests before, 2 of 28 after (not gone).
-    // What remains (an ASan build of UCX 1.13.1 shows it): an endpoint we
-    // closed while its sends were stuck (a stopped or cut-off peer) lingers
-    // to receive the peer's goodbye with its write event still armed;
-    // uct_tcp_cm_handle_conn_fin frees it inside the read handling and
-    // uct_tcp_iface_handle_events then runs the write handling on it.
-    wp.thread_mode = UCS_THREAD_MODE_MULTI;
+    // Our lock serialises every call; UCX's own async thread runs the
+    // connection manager of the client-server endpoints (ucx_links.h). In
+    // multi-thread mode progress blocks that thread, its events queue as
+    // missed, and UCX 1.13 replays a queued write event even after the
+    // socket was closed and its fd number taken by a new connection, which
+    // fails an assertion in uct_tcp_sockcm_ep_progress_send (fixed upstream
+    // after 1.22: "Filter stale missed fd events"). In serialized mode the
+    // async thread handles them when they happen.
+    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     {
       SigpipeBlockedForNewThreads no_sigpipe;  // UCX's async thread writes to sockets
       s = ucp_worker_create(parts.context, &wp, &parts.worker);
     }
     if (s != UCS_OK) fail("ucp_worker_create", s);
-    ucp_address_t* addr = nullptr;
-    size_t len = 0;
-    s = ucp_worker_get_address(parts.worker, &addr, &len);
-    if (s != UCS_OK) fail("ucp_worker_get_address", s);
-    parts.address.assign(reinterpret_cast<const char*>(addr), len);
-    ucp_worker_release_address(parts.worker, addr);
     s = ucp_worker_get_efd(parts.worker, &parts.fd);
     if (s != UCS_OK) fail("ucp_worker_get_efd", s);
   } catch (...) {
@@ -157,7 +147,6 @@ UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devi
   WorkerParts main = makeWorker(net_devices, false);
   context_ = main.context;
   worker_ = main.worker;
-  address_ = main.address;
   worker_fd_ = main.fd;
   try {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -178,7 +167,7 @@ UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devi
   } catch (...) {
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
     if (wake_fd_ >= 0) ::close(wake_fd_);
-    for (PathWorker& p : paths_) WorkerParts{p.context, p.worker, {}, -1}.release();
+    for (PathWorker& p : paths_) WorkerParts{p.context, p.worker, -1}.release();
     main.release();
     throw;
   }
@@ -190,7 +179,7 @@ void UcxEngine::addPathWorker(const std::string& device) {
   ev.events = EPOLLIN;
   ev.data.u64 = kWorkerTag;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, parts.fd, &ev);
-  paths_.push_back(PathWorker{parts.context, parts.worker, parts.address, parts.fd});
+  paths_.push_back(PathWorker{parts.context, parts.worker, parts.fd});
 }
 
 ucs_status_t UcxEngine::armAll() {
@@ -222,7 +211,7 @@ void UcxEngine::shutdown() {
   for (auto& [pid, w] : watches_) ::close(w.pidfd);
   watches_.clear();
   watch_pid_.clear();
-  for (PathWorker& p : paths_) WorkerParts{p.context, p.worker, {}, -1}.release();
+  for (PathWorker& p : paths_) WorkerParts{p.context, p.worker, -1}.release();
   paths_.clear();
   ucp_worker_destroy(worker_);
   worker_ = nullptr;

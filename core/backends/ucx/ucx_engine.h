@@ -53,10 +53,8 @@ class UcxEngine : public ProgressDriver {
 
   // Under the lock.
   ucp_worker_h worker() const { return worker_; }
-  const std::string& address() const { return address_; }
   size_t pathCount() const { return paths_.size(); }
   ucp_worker_h pathWorker(size_t path) const { return paths_[path].worker; }
-  const std::string& pathAddress(size_t path) const { return paths_[path].address; }
   void defer(std::function<void()> work);
 
   // Wakes the progress thread so it progresses and re-arms: after posting
@@ -117,7 +115,6 @@ class UcxEngine : public ProgressDriver {
   struct PathWorker {
     ucp_context_h context = nullptr;
     ucp_worker_h worker = nullptr;
-    std::string address;
     int fd = -1;
   };
   struct Watch {
@@ -144,7 +141,6 @@ class UcxEngine : public ProgressDriver {
   const std::chrono::microseconds spin_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
-  std::string address_;
   int worker_fd_ = -1;
   std::vector<PathWorker> paths_;
   int epoll_fd_ = -1;

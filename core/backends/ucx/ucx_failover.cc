@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/backends/ucx/ucx_sockaddr.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -61,7 +62,7 @@ void UcxFailover::connect(int peer, uint32_t world_id, const std::vector<UcxPath
     path.index = i;
     path.local_ip = mine[i].ip;
     path.peer_ip = theirs[i].ip;
-    path.peer_worker = theirs[i].worker;
+    path.peer_listen_port = theirs[i].listen_port;
     path.peer_probe_port = theirs[i].probe_port;
     path.down_since = now;
     startReach(p, path);
@@ -119,9 +120,18 @@ ucp_ep_h UcxFailover::openEndpoint(Peer& p, size_t path, uint64_t& serial) {
   serial = next_serial_++;
   auto guard = std::make_unique<EpGuard>(EpGuard{weak_from_this(), &engine_, p.rank, serial});
   ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+  // A client-server endpoint to the peer's path listener (ucx_path_accept.h).
+  sockaddr_storage addr;
+  socklen_t length = 0;
+  if (!socketAddress(p.paths[path].peer_ip, p.paths[path].peer_listen_port, addr, length)) {
+    throw Error(Status::Backend, "rank " + std::to_string(p.rank) + " published '" + p.paths[path].peer_ip +
+                                     "' as path " + std::to_string(path) + ", not an IP address");
+  }
+  params.field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.address = reinterpret_cast<const ucp_address_t*>(p.paths[path].peer_worker.data());
+  params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
+  params.sockaddr.addrlen = length;
   params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   params.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t status) {
     auto* g = static_cast<EpGuard*>(arg);

@@ -132,7 +132,8 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   struct EpGuard;
   struct Path {
     size_t index = 0;
-    std::string local_ip, peer_ip, peer_worker;
+    std::string local_ip, peer_ip;
+    uint16_t peer_listen_port = 0;  // its path worker's listener
     uint16_t peer_probe_port = 0;
     ucp_ep_h ep = nullptr;
     uint64_t ep_serial = 0;

@@ -1,5 +1,23 @@
 // Endpoints from this context's worker to the workers of its peers.
 //
+// Every endpoint is a client-server one: the context's worker listens
+// (ucp_listener) on one address, which its members publish, and for each
+// world and pair of members the lower rank connects and the higher rank
+// accepts; a member connects to itself too, for its sends to itself.
+// UCX 1.13 connects the TCP lanes of such endpoints endpoint to endpoint
+// and closes them at once, with no goodbye. Endpoints made from worker
+// addresses instead share (merge) the connections of a pair, and a merged
+// one can be freed inside its own read handling and then written to
+// (uct_tcp_cm_handle_conn_fin, tcp_cm.c:661; uct_tcp_iface_handle_events,
+// tcp_iface.c:300): a peer that stopped could crash this process.
+//
+// A connection request says nothing of the world it is for. So the
+// connecting member's first message, an active message that asks for
+// UCX's reply endpoint, names the world (its id at the accepting member)
+// and the connecting rank: that reply endpoint is the accepted one. Until
+// then an accepted endpoint belongs to no world; one that names no world
+// waiting for it is closed.
+//
 // Every endpoint uses peer error mode: UCX reports a peer's failure through
 // it, and a force-close completes everything pending on it at once, so a
 // world can always hand its buffers back. Each world has its own, so one
@@ -21,11 +39,13 @@
 
 #include <ucp/api/ucp.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/ucx_peer_info.h"
@@ -36,11 +56,14 @@ class UcxLinks;
 
 class UcxLink : public std::enable_shared_from_this<UcxLink> {
  public:
+  // What this member sends on; null until an accepted endpoint arrived.
   ucp_ep_h ep() const { return ep_; }
   bool failed() const { return failed_; }
   const std::string& failure() const { return failure_; }
   int pid() const { return pid_; }
   bool watched() const { return watched_; }
+  // It can carry data, or never will: the world may start.
+  bool settled() const { return ep_ || failed_ || !wants_ep_; }
 
   // `on_failure` runs (deferred, under the engine lock) when the link fails.
   uint64_t listen(std::function<void(const std::string& why)> on_failure);
@@ -50,6 +73,10 @@ class UcxLink : public std::enable_shared_from_this<UcxLink> {
   friend class UcxLinks;
   UcxLinks* table_ = nullptr;
   ucp_ep_h ep_ = nullptr;
+  ucp_ep_h inbound_ = nullptr;  // a member's link to itself: the accepted end
+  uint64_t ep_id_ = 0;          // their UcxLinks::Endpoint ids
+  uint64_t inbound_id_ = 0;
+  bool wants_ep_ = false;
   bool failed_ = false;
   std::string failure_;
   int pid_ = 0;
@@ -61,25 +88,81 @@ class UcxLink : public std::enable_shared_from_this<UcxLink> {
 
 class UcxLinks {
  public:
-  explicit UcxLinks(UcxEngine& engine) : engine_(engine) {}
+  // Listens on `bind_ip` (empty: every address) and publishes
+  // `publish_ip` with the port it got. Takes the engine lock itself.
+  // Throws Error(Backend) when UCX cannot listen there.
+  UcxLinks(UcxEngine& engine, const std::string& bind_ip, const std::string& publish_ip);
+  ~UcxLinks();  // under the engine lock
+  UcxLinks(const UcxLinks&) = delete;
+  UcxLinks& operator=(const UcxLinks&) = delete;
 
-  // A new link to `peer`'s worker. Throws Error(Backend) when UCX cannot
-  // make the endpoint or the peer process is gone. Without `endpoint` the
-  // link only watches the process (a world whose data goes over its paths,
-  // ucx_failover.h).
-  std::shared_ptr<UcxLink> connect(const UcxPeerInfo& peer, bool endpoint = true);
-  // A world is done with `link`: its endpoint is force-closed, completing
-  // whatever is still pending on it (Cancelled).
+  // Where peers connect (published in UcxPeerInfo).
+  const std::string& listenIp() const { return listen_ip_; }
+  uint16_t listenPort() const { return listen_port_; }
+
+  // Before world `world_id` (this context's id) is published: ranks up to
+  // and including `rank` will connect to this member for it.
+  void expect(uint32_t world_id, int rank);
+  // The world is gone or never formed: endpoints accepted for it and not
+  // taken close, and nothing more is accepted for it.
+  void forget(uint32_t world_id);
+
+  // The link of `rank` (this member) in world `world_id` to `peer_rank`,
+  // whose record is `peer`. Connects when rank <= peer_rank, else takes
+  // the endpoint `peer_rank` connected with, now or once it arrives
+  // (settled() says when). With `data` false the link only watches the
+  // process (a world whose data goes over its paths, ucx_failover.h).
+  // Throws Error(Backend) when UCX cannot make the endpoint or the peer
+  // process is gone.
+  std::shared_ptr<UcxLink> link(uint32_t world_id, int rank, const UcxPeerInfo& peer, int peer_rank, bool data);
+  // Notified whenever a link settles.
+  std::condition_variable_any& settledSignal() { return settled_; }
+  // A world is done with `link`: its endpoints are force-closed,
+  // completing whatever is still pending on them (Cancelled).
   void release(const std::shared_ptr<UcxLink>& link);
 
  private:
   friend class UcxLink;
-  void openEndpoint(UcxLink& link, const UcxPeerInfo& peer);
+  // What UCX gets back with an endpoint's error.
+  struct ErrorArg {
+    UcxLinks* links;
+    uint64_t id;
+  };
+  // An endpoint and what it belongs to, by id.
+  struct Endpoint {
+    ucp_ep_h ep = nullptr;
+    std::weak_ptr<UcxLink> link;  // empty: accepted, no world took it yet
+    std::unique_ptr<ErrorArg> arg;
+  };
+  using WorldRank = std::pair<uint32_t, int>;
+  struct Expected {
+    std::weak_ptr<UcxLink> link;  // the link waiting for it, if made yet
+    uint64_t parked = 0;          // an accepted endpoint no link took yet
+  };
+
+  static void onConnectionRequest(ucp_conn_request_h request, void* arg);
+  static ucs_status_t onHello(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                              const ucp_am_recv_param_t* param);
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  void accept(ucp_conn_request_h request);
+  void claim(const WorldRank& key, ucp_ep_h ep);
+  void take(UcxLink& link, uint64_t id);
+  void connectTo(UcxLink& link, const UcxPeerInfo& peer, int rank);
+  void endpointFailed(uint64_t id, ucs_status_t status);
+  void closeEndpoint(uint64_t id);
   void fail(UcxLink& link, const std::string& why);
   void close(UcxLink& link);
 
   UcxEngine& engine_;
+  ucp_listener_h listener_ = nullptr;
+  std::string listen_ip_;
+  uint16_t listen_port_ = 0;
+  std::map<uint64_t, Endpoint> endpoints_;
+  uint64_t next_endpoint_ = 1;
+  std::map<WorldRank, Expected> expected_;
+  std::condition_variable_any settled_;
+  // Deferred work holds it weakly: the links may be gone when it runs.
+  std::shared_ptr<UcxLinks*> alive_;
 };
 
 }  // namespace mw

@@ -12,11 +12,12 @@
 namespace mw {
 namespace {
 
-constexpr char kMagic[4] = {'m', 'w', 'u', '2'};  // "mwu1" had no paths
+// "mwu1" had no paths; "mwu2" carried worker addresses in place of
+// listeners.
+constexpr char kMagic[4] = {'m', 'w', 'u', '3'};
 constexpr size_t kMaxPaths = 16;
 constexpr size_t kMaxPathText = 255;
 constexpr size_t kMaxHost = 256;
-constexpr size_t kMaxAddress = 64 << 10;
 
 // Plain read(2): a /proc file of a process that exits meanwhile fails the
 // read with ESRCH, which libstdc++'s filebuf would throw.
@@ -126,17 +127,17 @@ std::string encodePeerInfo(const UcxPeerInfo& info) {
   put<uint64_t>(out, info.start_ticks);
   put<uint16_t>(out, static_cast<uint16_t>(info.host.size()));
   out += info.host;
-  put<uint32_t>(out, static_cast<uint32_t>(info.address.size()));
-  out += info.address;
+  const size_t ip = std::min(info.listen_ip.size(), kMaxPathText);
+  put<uint8_t>(out, static_cast<uint8_t>(ip));
+  out.append(info.listen_ip, 0, ip);
+  put<uint16_t>(out, info.listen_port);
   put<uint8_t>(out, static_cast<uint8_t>(std::min(info.paths.size(), kMaxPaths)));
   for (size_t i = 0; i < info.paths.size() && i < kMaxPaths; ++i) {
     const UcxPath& path = info.paths[i];
     const size_t n = std::min(path.ip.size(), kMaxPathText);
     put<uint8_t>(out, static_cast<uint8_t>(n));
     out.append(path.ip, 0, n);
-    const size_t w = std::min(path.worker.size(), kMaxAddress);
-    put<uint32_t>(out, static_cast<uint32_t>(w));
-    out.append(path.worker, 0, w);
+    put<uint16_t>(out, path.listen_port);
     put<uint16_t>(out, path.probe_port);
   }
   return out;
@@ -146,23 +147,22 @@ bool decodePeerInfo(const std::string& bytes, UcxPeerInfo& out) {
   Reader r(bytes);
   std::string magic;
   uint16_t host_len = 0;
-  uint32_t address_len = 0;
+  uint8_t ip_len = 0;
   int32_t pid = 0;
   uint64_t ticks = 0;
   UcxPeerInfo p;
   if (!r.bytes(sizeof kMagic, magic) || std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0) return false;
   if (!r.get(p.world_id) || !r.get(pid) || !r.get(ticks) || !r.get(host_len)) return false;
   if (p.world_id == 0 || p.world_id > ucxtag::kMaxWorldId || pid <= 0 || host_len > kMaxHost) return false;
-  if (!r.bytes(host_len, p.host) || !r.get(address_len)) return false;
-  if (address_len == 0 || address_len > kMaxAddress || !r.bytes(address_len, p.address)) return false;
+  if (!r.bytes(host_len, p.host) || !r.get(ip_len)) return false;
+  if (ip_len == 0 || !r.bytes(ip_len, p.listen_ip) || !r.get(p.listen_port) || p.listen_port == 0) return false;
   uint8_t paths = 0;
   if (!r.get(paths) || paths > kMaxPaths) return false;
   for (uint8_t i = 0; i < paths; ++i) {
     uint8_t n = 0;
-    uint32_t w = 0;
     UcxPath path;
     if (!r.get(n) || n == 0 || !r.bytes(n, path.ip)) return false;
-    if (!r.get(w) || w > kMaxAddress || !r.bytes(w, path.worker) || !r.get(path.probe_port)) return false;
+    if (!r.get(path.listen_port) || !r.get(path.probe_port)) return false;
     p.paths.push_back(std::move(path));
   }
   if (!r.atEnd()) return false;

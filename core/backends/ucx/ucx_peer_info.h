@@ -9,17 +9,19 @@
 
 namespace mw {
 
-// One data path of a member: a local IP address, and the address of the
-// worker that carries the path (empty when its context runs no path
-// workers: fewer than two paths, or path_failover off).
+// One data path of a member: a local IP address, and the port on it where
+// the worker that carries the path listens (0 when its context runs no
+// path workers: fewer than two paths, or path_failover off).
 struct UcxPath {
   std::string ip;
-  std::string worker;
+  uint16_t listen_port = 0;
   uint16_t probe_port = 0;  // where its context answers reachability probes
 };
 
 struct UcxPeerInfo {
-  std::string address;            // ucp worker address
+  // Where its context's listener (ucx_links.h) accepts endpoints.
+  std::string listen_ip;
+  uint16_t listen_port = 0;
   uint32_t world_id = 0;          // this world's id at that member's context
   std::string host;               // same value: same host and pid namespace
   int pid = 0;
@@ -28,7 +30,7 @@ struct UcxPeerInfo {
   std::vector<UcxPath> paths;
 };
 
-// This process's host, pid and start time; world_id and address empty.
+// This process's host, pid and start time; world_id and listener unset.
 UcxPeerInfo thisProcess();
 
 std::string encodePeerInfo(const UcxPeerInfo& info);

@@ -65,15 +65,18 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
   {
     UcxEngine::Lock lock = ucx->engine()->lock();
     id = ucx->allocateWorldId();
+    // Before the record is out: lower ranks connect as soon as they read it.
+    ucx->links().expect(id, rank);
   }
   std::unique_ptr<UcxWorld> w(new UcxWorld(ucx, rank, id));
   UcxEngine& engine = *ucx->engine();
   UcxPeerInfo self = thisProcess();
-  self.address = engine.address();
+  self.listen_ip = ucx->links().listenIp();
+  self.listen_port = ucx->links().listenPort();
   self.world_id = id;
   for (size_t i = 0; i < ucx->paths().size(); ++i) {
     const bool worker = i < engine.pathCount();
-    self.paths.push_back(UcxPath{ucx->paths()[i], worker ? engine.pathAddress(i) : std::string(),
+    self.paths.push_back(UcxPath{ucx->paths()[i], worker ? ucx->pathListenPort(i) : uint16_t{0},
                                  worker ? ucx->probePort(i) : uint16_t{0}});
   }
   if (ucx->router()) {
@@ -96,7 +99,7 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
   // Every member decides alike, from the same records.
   const bool on_paths = std::all_of(infos.begin(), infos.end(), [](const UcxPeerInfo& info) {
     return info.paths.size() >= 2 &&
-           std::all_of(info.paths.begin(), info.paths.end(), [](const UcxPath& p) { return !p.worker.empty(); });
+           std::all_of(info.paths.begin(), info.paths.end(), [](const UcxPath& p) { return p.listen_port != 0; });
   });
   UcxEngine::Lock lock = engine.lock();
   if (w->failover_ && !on_paths) {
@@ -105,12 +108,26 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
   }
   w->peers_.resize(static_cast<size_t>(size));
   w->departed_.assign(static_cast<size_t>(size), false);
+  if (w->failover_) ucx->links().forget(id);
   for (int r = 0; r < size; ++r) {
     Peer& p = w->peers_[static_cast<size_t>(r)];
     const UcxPeerInfo& info = infos[static_cast<size_t>(r)];
     p.world_id = info.world_id;
-    p.link = ucx->links().connect(info, !w->failover_);
+    p.link = ucx->links().link(id, rank, info, r, !w->failover_);
     if (w->failover_) w->failover_->connect(r, info.world_id, self.paths, info.paths);
+  }
+  // The endpoints of lower ranks arrive as they connect.
+  const bool settled = ucx->links().settledSignal().wait_until(lock, deadline, [&] {
+    return std::all_of(w->peers_.begin(), w->peers_.end(), [](const Peer& p) { return p.link->settled(); });
+  });
+  if (!settled) {
+    for (int r = 0; r < size; ++r) {
+      if (!w->peers_[static_cast<size_t>(r)].link->settled()) {
+        throw Error(Status::Timeout, "world rendezvous: rank " + std::to_string(r) + " (pid " +
+                                         std::to_string(infos[static_cast<size_t>(r)].pid) + " at " +
+                                         infos[static_cast<size_t>(r)].listen_ip + ") did not connect in time");
+      }
+    }
   }
   return w;
 }
@@ -126,6 +143,7 @@ UcxWorld::~UcxWorld() {
     for (Peer& p : peers_) {
       if (p.link) ucx_->links().release(p.link);
     }
+    ucx_->links().forget(world_id_);
     ucx_->releaseWorldId(world_id_);
   }
 }
@@ -471,6 +489,7 @@ void UcxWorld::stop() noexcept {
   }
   control_.clear();
   if (failover_ && world_) ucx_->forgetPaths(world_->name());
+  ucx_->links().forget(world_id_);
   ucx_->releaseWorldId(world_id_);
 }
 
