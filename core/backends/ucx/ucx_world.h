@@ -37,7 +37,8 @@ class UcxOp;
 class UcxWorld : public WorldBackend {
  public:
   // Rendezvous over Redis under `store_prefix` (the world epoch's keys):
-  // publishes this member's worker address and connects to every member.
+  // publishes where this member's context listens, connects to every
+  // higher rank and waits for the lower ranks' endpoints (ucx_links.h).
   // Throws Error (Timeout, Store, Backend, Unsupported).
   static std::unique_ptr<UcxWorld> connect(std::shared_ptr<UcxContext> ucx, RedisPool& pool,
                                            const std::string& store_prefix, int rank, int size, Deadline deadline);
