@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/backends/ucx/ucx_sockaddr.h"
+#include "core/backends/ucx/ucx_endpoint.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -119,30 +119,17 @@ void UcxFailover::close() {
 ucp_ep_h UcxFailover::openEndpoint(Peer& p, size_t path, uint64_t& serial) {
   serial = next_serial_++;
   auto guard = std::make_unique<EpGuard>(EpGuard{weak_from_this(), &engine_, p.rank, serial});
-  ucp_ep_params_t params{};
-  // A client-server endpoint to the peer's path listener (ucx_path_accept.h).
-  sockaddr_storage addr;
-  socklen_t length = 0;
-  if (!socketAddress(p.paths[path].peer_ip, p.paths[path].peer_listen_port, addr, length)) {
-    throw Error(Status::Backend, "rank " + std::to_string(p.rank) + " published '" + p.paths[path].peer_ip +
-                                     "' as path " + std::to_string(path) + ", not an IP address");
-  }
-  params.field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-  params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
-  params.sockaddr.addrlen = length;
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  params.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t status) {
+  auto on_error = [](void* arg, ucp_ep_h, ucs_status_t status) {
     auto* g = static_cast<EpGuard*>(arg);
     // Inside progress: the endpoint closes once it returned.
     g->engine->defer([owner = g->owner, peer = g->peer, serial = g->serial, status] {
       if (auto f = owner.lock()) f->onEndpointError(peer, serial, status);
     });
   };
-  params.err_handler.arg = guard.get();
+  // A client-server endpoint to the peer's path listener (ucx_path_accept.h).
   ucp_ep_h ep = nullptr;
-  const ucs_status_t s = ucp_ep_create(engine_.pathWorker(path), &params, &ep);
+  const ucs_status_t s = connectEndpoint(engine_.pathWorker(path), p.paths[path].peer_ip,
+                                         p.paths[path].peer_listen_port, on_error, guard.get(), &ep);
   if (s == UCS_OK) guards_[serial] = std::move(guard);
   if (s != UCS_OK) {
     throw Error(Status::Backend, "UCX cannot connect path " + std::to_string(path) + " to rank " +
@@ -154,13 +141,9 @@ ucp_ep_h UcxFailover::openEndpoint(Peer& p, size_t path, uint64_t& serial) {
 
 void UcxFailover::closeEndpoint(ucp_ep_h& ep, uint64_t serial) {
   if (!ep) return;
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_EP_CLOSE_FLAG_FORCE;  // completes what is pending on it, Cancelled
   ucp_ep_h closing = ep;
   ep = nullptr;
-  void* r = ucp_ep_close_nbx(closing, &param);
-  if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
+  forceClose(closing);  // completes what is pending on it, Cancelled
   guards_.erase(serial);  // a closed endpoint reports nothing more
 }
 

@@ -2,6 +2,7 @@
 // and the timer that judges silence.
 #include <algorithm>
 
+#include "core/backends/ucx/ucx_endpoint.h"
 #include "core/backends/ucx/ucx_failover.h"
 #include "core/backends/ucx/ucx_path_sockets.h"
 #include "core/error.h"
@@ -176,7 +177,7 @@ void UcxFailover::sendProbe(const Peer& p, const Path& path, ucp_ep_h ep, uint64
   h.from_rank = static_cast<uint32_t>(rank_);
   h.path = static_cast<uint32_t>(path.index);
   h.seq = nonce;
-  pathwire::sendHeader(ep, pathwire::kProbe, h, true);
+  sendHeader(ep, pathwire::kProbe, h, UCP_AM_SEND_FLAG_REPLY);
 }
 
 void UcxFailover::onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& param) {
@@ -187,7 +188,7 @@ void UcxFailover::onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& 
   answer.to_world = h.from_world;
   answer.from_world = world_id_;
   answer.from_rank = static_cast<uint32_t>(rank_);
-  pathwire::sendHeader(param.reply_ep, pathwire::kProbeAck, answer, false);
+  sendHeader(param.reply_ep, pathwire::kProbeAck, answer, 0);
 }
 
 void UcxFailover::onProbeAck(const pathwire::Header& h) {

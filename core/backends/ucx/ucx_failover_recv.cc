@@ -2,6 +2,7 @@
 // duplicates, matching by channel, acknowledgements.
 #include <cstring>
 
+#include "core/backends/ucx/ucx_endpoint.h"
 #include "core/backends/ucx/ucx_failover.h"
 
 namespace mw {
@@ -105,7 +106,7 @@ void UcxFailover::acknowledge(const pathwire::Header& h, ucp_ep_h reply, const P
   ack.from_world = world_id_;
   ack.from_rank = static_cast<uint32_t>(rank_);
   ack.seq = p.delivered;
-  pathwire::sendHeader(reply, pathwire::kAck, ack, false);
+  sendHeader(reply, pathwire::kAck, ack, 0);
 }
 
 void UcxFailover::release(Arrival& a) {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/backends/ucx/ucx_sockaddr.h"
+#include "core/backends/ucx/ucx_endpoint.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -32,49 +32,36 @@ void UcxLink::unlisten(uint64_t id) { listeners_.erase(id); }
 
 UcxLinks::UcxLinks(UcxEngine& engine, const std::string& bind_ip, const std::string& publish_ip)
     : engine_(engine), listen_ip_(publish_ip), alive_(std::make_shared<UcxLinks*>(this)) {
-  sockaddr_storage addr;
-  socklen_t length = 0;
-  const bool v6 = publish_ip.find(':') != std::string::npos;
-  const std::string any = v6 ? "::" : "0.0.0.0";
-  if (!socketAddress(bind_ip.empty() ? any : bind_ip, 0, addr, length)) {
-    throw Error(Status::InvalidArgument, "UCX cannot listen on '" + bind_ip + "': not an IP address");
-  }
+  const std::string ip = !bind_ip.empty() ? bind_ip : publish_ip.find(':') != std::string::npos ? "::" : "0.0.0.0";
   UcxEngine::Lock lock = engine_.lock();
-  ucp_am_handler_param_t hello{};
-  hello.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-  hello.id = kHelloId;
-  hello.cb = &UcxLinks::onHello;
-  hello.arg = this;
-  ucs_status_t s = ucp_worker_set_am_recv_handler(engine_.worker(), &hello);
-  if (s != UCS_OK) throw Error(Status::Backend, std::string("UCX refused a message handler: ") + ucs_status_string(s));
-  ucp_listener_params_t params{};
-  params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-  params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
-  params.sockaddr.addrlen = length;
-  params.conn_handler.cb = &UcxLinks::onConnectionRequest;
-  params.conn_handler.arg = this;
-  s = ucp_listener_create(engine_.worker(), &params, &listener_);
-  ucp_listener_attr_t attr{};
-  attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-  if (s == UCS_OK) s = ucp_listener_query(listener_, &attr);
+  setHandler(kHelloId, &UcxLinks::onHello);
+  const ucs_status_t s =
+      startListener(engine_.worker(), ip, &UcxLinks::onConnectionRequest, this, &listener_, &listen_port_);
   if (s != UCS_OK) {
-    if (listener_) ucp_listener_destroy(listener_);
-    hello.cb = nullptr;
-    ucp_worker_set_am_recv_handler(engine_.worker(), &hello);
-    throw Error(Status::Backend, "UCX cannot listen on " + (bind_ip.empty() ? any : bind_ip) + ": " +
-                                     ucs_status_string(s));
+    setHandler(kHelloId, nullptr);
+    if (s == UCS_ERR_INVALID_ADDR) {
+      throw Error(Status::InvalidArgument, "UCX cannot listen on '" + ip + "': not an IP address");
+    }
+    throw Error(Status::Backend, "UCX cannot listen on " + ip + ": " + ucs_status_string(s));
   }
-  listen_port_ = portOf(attr.sockaddr);
 }
 
 UcxLinks::~UcxLinks() {
   ucp_listener_destroy(listener_);
-  ucp_am_handler_param_t hello{};
-  hello.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB;
-  hello.id = kHelloId;
-  hello.cb = nullptr;
-  ucp_worker_set_am_recv_handler(engine_.worker(), &hello);
+  setHandler(kHelloId, nullptr);
   while (!endpoints_.empty()) closeEndpoint(endpoints_.begin()->first);
+}
+
+void UcxLinks::setHandler(uint16_t id, ucp_am_recv_callback_t cb) {
+  ucp_am_handler_param_t p{};
+  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  p.id = id;
+  p.cb = cb;
+  p.arg = this;
+  const ucs_status_t s = ucp_worker_set_am_recv_handler(engine_.worker(), &p);
+  if (s != UCS_OK && cb) {
+    throw Error(Status::Backend, std::string("UCX refused a message handler: ") + ucs_status_string(s));
+  }
 }
 
 void UcxLinks::onConnectionRequest(ucp_conn_request_h request, void* arg) {
@@ -88,15 +75,8 @@ void UcxLinks::onConnectionRequest(ucp_conn_request_h request, void* arg) {
 void UcxLinks::accept(ucp_conn_request_h request) {
   const uint64_t id = next_endpoint_++;
   auto arg = std::make_unique<ErrorArg>(ErrorArg{this, id});
-  ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.conn_request = request;
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  params.err_handler.cb = &UcxLinks::onEndpointError;
-  params.err_handler.arg = arg.get();
   ucp_ep_h ep = nullptr;
-  const ucs_status_t s = ucp_ep_create(engine_.worker(), &params, &ep);
+  const ucs_status_t s = acceptEndpoint(engine_.worker(), request, &UcxLinks::onEndpointError, arg.get(), &ep);
   if (s != UCS_OK) {
     // The connecting side's endpoint fails: its world breaks there.
     MW_LOG(LogLevel::Debug, "UCX cannot accept a connection: %s", ucs_status_string(s));
@@ -202,25 +182,11 @@ std::shared_ptr<UcxLink> UcxLinks::link(uint32_t world_id, int rank, const UcxPe
 }
 
 void UcxLinks::connectTo(UcxLink& link, const UcxPeerInfo& peer, int rank) {
-  sockaddr_storage addr;
-  socklen_t length = 0;
-  if (!socketAddress(peer.listen_ip, peer.listen_port, addr, length)) {
-    throw Error(Status::Backend, "pid " + std::to_string(peer.pid) + " published '" + peer.listen_ip +
-                                     "', not an IP address");
-  }
   const uint64_t id = next_endpoint_++;
   auto arg = std::make_unique<ErrorArg>(ErrorArg{this, id});
-  ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-  params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
-  params.sockaddr.addrlen = length;
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  params.err_handler.cb = &UcxLinks::onEndpointError;
-  params.err_handler.arg = arg.get();
   ucp_ep_h ep = nullptr;
-  const ucs_status_t s = ucp_ep_create(engine_.worker(), &params, &ep);
+  const ucs_status_t s = connectEndpoint(engine_.worker(), peer.listen_ip, peer.listen_port,
+                                         &UcxLinks::onEndpointError, arg.get(), &ep);
   if (s != UCS_OK) {
     throw Error(Status::Backend, "UCX cannot connect to pid " + std::to_string(peer.pid) + " at " + peer.listen_ip +
                                      ":" + std::to_string(peer.listen_port) + ": " + ucs_status_string(s));
@@ -230,20 +196,11 @@ void UcxLinks::connectTo(UcxLink& link, const UcxPeerInfo& peer, int rank) {
   link.ep_id_ = id;
 
   // The first message on the endpoint, ahead of any data.
-  auto* hello = new Hello;
-  hello->world_id = peer.world_id;
-  hello->rank = rank;
-  hello->pid = thisProcess().pid;
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-  param.user_data = hello;
-  param.cb.send = [](void* request, ucs_status_t, void* arg) {
-    ucp_request_free(request);
-    delete static_cast<Hello*>(arg);
-  };
-  void* r = ucp_am_send_nbx(ep, kHelloId, hello, sizeof *hello, nullptr, 0, &param);
-  if (!UCS_PTR_IS_PTR(r)) delete hello;
+  Hello hello;
+  hello.world_id = peer.world_id;
+  hello.rank = rank;
+  hello.pid = thisProcess().pid;
+  sendHeader(ep, kHelloId, hello, UCP_AM_SEND_FLAG_REPLY);
 }
 
 void UcxLinks::release(const std::shared_ptr<UcxLink>& link) { close(*link); }
@@ -289,15 +246,7 @@ void UcxLinks::closeEndpoint(uint64_t id) {
   if (e == endpoints_.end()) return;
   ucp_ep_h ep = e->second.ep;
   endpoints_.erase(e);  // a closed endpoint reports nothing more
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_EP_CLOSE_FLAG_FORCE;  // completes what is pending, Cancelled
-  void* req = ucp_ep_close_nbx(ep, &param);
-  if (UCS_PTR_IS_PTR(req)) {
-    ucp_request_free(req);
-  } else if (UCS_PTR_IS_ERR(req)) {
-    MW_LOG(LogLevel::Debug, "closing a UCX endpoint: %s", ucs_status_string(UCS_PTR_STATUS(req)));
-  }
+  forceClose(ep);
 }
 
 void UcxLinks::close(UcxLink& link) {

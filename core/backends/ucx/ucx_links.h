@@ -143,6 +143,7 @@ class UcxLinks {
   static void onConnectionRequest(ucp_conn_request_h request, void* arg);
   static ucs_status_t onHello(void* arg, const void* header, size_t header_length, void* data, size_t length,
                               const ucp_am_recv_param_t* param);
+  void setHandler(uint16_t id, ucp_am_recv_callback_t cb);
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   void accept(ucp_conn_request_h request);
   void claim(const WorldRank& key, ucp_ep_h ep);

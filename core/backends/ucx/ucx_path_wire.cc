@@ -9,20 +9,6 @@
 
 namespace mw {
 
-void pathwire::sendHeader(ucp_ep_h ep, uint16_t id, const Header& h, bool reply) {
-  auto* held = new Header(h);  // UCX may read it until the send completes
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_AM_SEND_FLAG_EAGER | (reply ? UCP_AM_SEND_FLAG_REPLY : 0);
-  param.user_data = held;
-  param.cb.send = [](void* request, ucs_status_t, void* arg) {
-    ucp_request_free(request);
-    delete static_cast<Header*>(arg);
-  };
-  void* r = ucp_am_send_nbx(ep, id, held, sizeof *held, nullptr, 0, &param);
-  if (!UCS_PTR_IS_PTR(r)) delete held;
-}
-
 UcxPathRouter::UcxPathRouter(UcxEngine& engine) {
   const std::pair<uint16_t, ucp_am_recv_callback_t> handlers[] = {
       {pathwire::kData, &onMessage<pathwire::kData>},

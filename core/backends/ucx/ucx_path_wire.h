@@ -34,10 +34,9 @@ struct Header {
   uint64_t seq = 0;         // data: its number; ack: the last delivered; probe: a nonce
 };
 
-// Sends a message that is only a header (ack, probe, probe answer) on `ep`;
-// `reply` asks the receiver for the endpoint to answer on. A message lost
-// on the way costs a retry or a retransmission, nothing more.
-void sendHeader(ucp_ep_h ep, uint16_t id, const Header& h, bool reply);
+// Acks, probes and probe answers are a header alone (sendHeader in
+// ucx_endpoint.h). A message lost on the way costs a retry or a
+// retransmission, nothing more.
 
 }  // namespace pathwire
 
