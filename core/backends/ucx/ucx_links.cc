@@ -9,9 +9,12 @@
 namespace mw {
 namespace {
 
-// The active message that names an accepted endpoint's world.
+// The active message that names an accepted endpoint's world, and its
+// acknowledgement (the same header, on the accepted endpoint).
 constexpr uint16_t kHelloId = 1;
+constexpr uint16_t kHelloAckId = 2;
 constexpr uint32_t kHelloMagic = 0x6d77686c;  // "mwhl"
+constexpr uint32_t kHelloAckMagic = 0x6d776861;  // "mwha"
 
 struct Hello {
   uint32_t magic = kHelloMagic;
@@ -35,10 +38,12 @@ UcxLinks::UcxLinks(UcxEngine& engine, const std::string& bind_ip, const std::str
   const std::string ip = !bind_ip.empty() ? bind_ip : publish_ip.find(':') != std::string::npos ? "::" : "0.0.0.0";
   UcxEngine::Lock lock = engine_.lock();
   setHandler(kHelloId, &UcxLinks::onHello);
+  setHandler(kHelloAckId, &UcxLinks::onHelloAck);
   const ucs_status_t s =
       startListener(engine_.worker(), ip, &UcxLinks::onConnectionRequest, this, &listener_, &listen_port_);
   if (s != UCS_OK) {
     setHandler(kHelloId, nullptr);
+    setHandler(kHelloAckId, nullptr);
     if (s == UCS_ERR_INVALID_ADDR) {
       throw Error(Status::InvalidArgument, "UCX cannot listen on '" + ip + "': not an IP address");
     }
@@ -49,6 +54,7 @@ UcxLinks::UcxLinks(UcxEngine& engine, const std::string& bind_ip, const std::str
 UcxLinks::~UcxLinks() {
   ucp_listener_destroy(listener_);
   setHandler(kHelloId, nullptr);
+  setHandler(kHelloAckId, nullptr);
   while (!endpoints_.empty()) closeEndpoint(endpoints_.begin()->first);
 }
 
@@ -96,6 +102,23 @@ ucs_status_t UcxLinks::onHello(void* arg, const void* header, size_t header_leng
   return UCS_OK;
 }
 
+ucs_status_t UcxLinks::onHelloAck(void* arg, const void* header, size_t header_length, void*, size_t,
+                                  const ucp_am_recv_param_t* param) {
+  auto* links = static_cast<UcxLinks*>(arg);
+  Hello h;
+  if (header_length == sizeof h) std::memcpy(&h, header, sizeof h);
+  if (h.magic != kHelloAckMagic || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) return UCS_OK;
+  for (auto& [id, e] : links->endpoints_) {
+    if (e.ep != param->reply_ep || !e.awaiting_ack) continue;
+    e.awaiting_ack = false;
+    if (auto link = e.link.lock()) {
+      --link->setups_;
+      links->settled_.notify_all();
+    }
+  }
+  return UCS_OK;
+}
+
 void UcxLinks::claim(const WorldRank& key, ucp_ep_h ep) {
   uint64_t id = 0;
   for (const auto& [i, e] : endpoints_) {
@@ -117,6 +140,12 @@ void UcxLinks::claim(const WorldRank& key, ucp_ep_h ep) {
   } else {
     expected->second.parked = id;
   }
+  Hello ack;
+  ack.magic = kHelloAckMagic;
+  ack.world_id = key.first;
+  ack.rank = key.second;
+  ack.pid = thisProcess().pid;
+  sendHeader(ep, kHelloAckId, ack, UCP_AM_SEND_FLAG_REPLY);
 }
 
 void UcxLinks::take(UcxLink& link, uint64_t id) {
@@ -129,6 +158,7 @@ void UcxLinks::take(UcxLink& link, uint64_t id) {
     link.inbound_ = e.ep;
     link.inbound_id_ = id;
   }
+  --link.setups_;
   settled_.notify_all();
 }
 
@@ -150,9 +180,9 @@ std::shared_ptr<UcxLink> UcxLinks::link(uint32_t world_id, int rank, const UcxPe
   link->table_ = this;
   link->pid_ = peer.pid;
   if (data) {
-    link->wants_ep_ = true;
     if (rank <= peer_rank) connectTo(*link, peer, rank);
     if (rank >= peer_rank) {
+      ++link->setups_;
       auto expected = expected_.find(WorldRank{world_id, peer_rank});
       if (expected == expected_.end()) {
         close(*link);
@@ -191,7 +221,8 @@ void UcxLinks::connectTo(UcxLink& link, const UcxPeerInfo& peer, int rank) {
     throw Error(Status::Backend, "UCX cannot connect to pid " + std::to_string(peer.pid) + " at " + peer.listen_ip +
                                      ":" + std::to_string(peer.listen_port) + ": " + ucs_status_string(s));
   }
-  endpoints_.emplace(id, Endpoint{ep, link.weak_from_this(), std::move(arg)});
+  endpoints_.emplace(id, Endpoint{ep, link.weak_from_this(), std::move(arg), true});
+  ++link.setups_;
   link.ep_ = ep;
   link.ep_id_ = id;
 

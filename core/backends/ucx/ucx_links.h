@@ -16,7 +16,15 @@
 // UCX's reply endpoint, names the world (its id at the accepting member)
 // and the connecting rank: that reply endpoint is the accepted one. Until
 // then an accepted endpoint belongs to no world; one that names no world
-// waiting for it is closed.
+// waiting for it is closed. The accepting member acknowledges the hello,
+// and a world starts only once each of its endpoints was named or
+// acknowledged: UCX 1.13's connection manager (on UCX's async thread) can
+// hand an event it collected for a socket to the next socket that gets
+// the same fd number, and a connection that is still being set up when a
+// world closes it frees its fd for that (an assertion in
+// uct_tcp_sockcm_ep_progress_send; upstream's fix, 2faf305a18, came after
+// 1.22). By the acknowledgement both sides have sent all they send in
+// setup.
 //
 // Every endpoint uses peer error mode: UCX reports a peer's failure through
 // it, and a force-close completes everything pending on it at once, so a
@@ -62,8 +70,8 @@ class UcxLink : public std::enable_shared_from_this<UcxLink> {
   const std::string& failure() const { return failure_; }
   int pid() const { return pid_; }
   bool watched() const { return watched_; }
-  // It can carry data, or never will: the world may start.
-  bool settled() const { return ep_ || failed_ || !wants_ep_; }
+  // Its endpoints are set up, or it failed: the world may start.
+  bool settled() const { return failed_ || setups_ == 0; }
 
   // `on_failure` runs (deferred, under the engine lock) when the link fails.
   uint64_t listen(std::function<void(const std::string& why)> on_failure);
@@ -76,7 +84,9 @@ class UcxLink : public std::enable_shared_from_this<UcxLink> {
   ucp_ep_h inbound_ = nullptr;  // a member's link to itself: the accepted end
   uint64_t ep_id_ = 0;          // their UcxLinks::Endpoint ids
   uint64_t inbound_id_ = 0;
-  bool wants_ep_ = false;
+  // Setups still to come: the accepted endpoint (its hello), the
+  // acknowledgement of the hello this member sent.
+  int setups_ = 0;
   bool failed_ = false;
   std::string failure_;
   int pid_ = 0;
@@ -133,6 +143,7 @@ class UcxLinks {
     ucp_ep_h ep = nullptr;
     std::weak_ptr<UcxLink> link;  // empty: accepted, no world took it yet
     std::unique_ptr<ErrorArg> arg;
+    bool awaiting_ack = false;  // made by this member; its hello not acknowledged yet
   };
   using WorldRank = std::pair<uint32_t, int>;
   struct Expected {
@@ -143,6 +154,8 @@ class UcxLinks {
   static void onConnectionRequest(ucp_conn_request_h request, void* arg);
   static ucs_status_t onHello(void* arg, const void* header, size_t header_length, void* data, size_t length,
                               const ucp_am_recv_param_t* param);
+  static ucs_status_t onHelloAck(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                                 const ucp_am_recv_param_t* param);
   void setHandler(uint16_t id, ucp_am_recv_callback_t cb);
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   void accept(ucp_conn_request_h request);
