@@ -122,9 +122,9 @@ ucs_status_t UcxLinks::onHelloAck(void* arg, const void* header, size_t header_l
 void UcxLinks::claim(const WorldRank& key, ucp_ep_h ep) {
   uint64_t id = 0;
   for (const auto& [i, e] : endpoints_) {
-    if (e.ep == ep && e.link.expired()) id = i;
+    if (e.ep == ep && !e.named && e.link.expired()) id = i;
   }
-  if (id == 0) return;  // not one accepted and unclaimed
+  if (id == 0) return;  // not one accepted and unnamed: a hello again, say
   auto expected = expected_.find(key);
   if (expected == expected_.end() || expected->second.parked != 0) {
     // No such world, no such rank, or a second endpoint for one pair:
@@ -134,6 +134,7 @@ void UcxLinks::claim(const WorldRank& key, ucp_ep_h ep) {
     });
     return;
   }
+  endpoints_.at(id).named = true;
   if (auto link = expected->second.link.lock()) {
     take(*link, id);
     expected_.erase(expected);

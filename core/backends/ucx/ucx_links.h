@@ -144,6 +144,7 @@ class UcxLinks {
     std::weak_ptr<UcxLink> link;  // empty: accepted, no world took it yet
     std::unique_ptr<ErrorArg> arg;
     bool awaiting_ack = false;  // made by this member; its hello not acknowledged yet
+    bool named = false;         // accepted, and a hello named its world
   };
   using WorldRank = std::pair<uint32_t, int>;
   struct Expected {
