@@ -94,10 +94,14 @@ TEST(BoundedWaitMutex, TryLockDoesNotOvertakeAWaiter) {
   while (!m.contended()) std::this_thread::sleep_for(1ms);
   std::this_thread::sleep_for(mw::BoundedWaitMutex::kPatience + 50ms);
   m.unlock();
-  const bool took_back = m.try_lock();
-  if (took_back) m.unlock();
+  // The waiter may run, and be done, before try_lock: then try_lock
+  // rightly gets the free lock. While it is held here, the waiter is
+  // either done or still waiting, and only the latter is overtaken.
+  const bool took = m.try_lock();
+  const bool overtook = took && !waiter_in.load();
+  if (took) m.unlock();
   waiter.join();
-  EXPECT_FALSE(took_back) << "try_lock overtook a thread waiting in lock()";
+  EXPECT_FALSE(overtook) << "try_lock overtook a thread waiting in lock()";
   EXPECT_TRUE(waiter_in.load());
 }
 
