@@ -30,8 +30,8 @@ constexpr int kWaitMs = 60000;
 // The longest step between two barriers: world and communicator setup.
 constexpr double kStepS = 60;
 // How long a calibrated timed run lasts, and its bounds in operations.
-constexpr double kRunS = 0.25;
-constexpr size_t kMinIters = 2, kMaxIters = 200;
+constexpr double kRunS = 0.5;
+constexpr size_t kMinIters = 4, kMaxIters = 400;
 
 enum class Op { Allreduce, Broadcast, P2p };
 constexpr Op kOps[] = {Op::Allreduce, Op::Broadcast, Op::P2p};

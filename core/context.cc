@@ -9,7 +9,7 @@
 #include "core/backends/gloo/gloo_communicator.h"
 #include "core/backends/ucx/ucx_context.h"
 #include "core/backends/ucx/ucx_world.h"
-#include "core/backends/nccl/nccl_communicator.h"
+#include "core/backends/nccl/nccl_world.h"
 #include "core/backends/nccl/nccl_plugin_loader.h"
 #include "core/error.h"
 #include "core/lanes.h"
@@ -108,6 +108,12 @@ std::shared_ptr<UcxContext> Context::ucx() {
   return ucx_;
 }
 
+std::shared_ptr<NcclThreads> Context::ncclThreads() {
+  std::lock_guard<std::mutex> lock(ucx_m_);
+  if (!nccl_threads_) nccl_threads_ = std::make_shared<NcclThreads>(*ncclSupport().plugin);
+  return nccl_threads_;
+}
+
 std::shared_ptr<ProgressDriver> Context::ucxDriver() {
   std::lock_guard<std::mutex> lock(ucx_m_);
   return ucx_ ? ucx_->engine() : nullptr;
@@ -145,6 +151,10 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
   }
   if (backend == Backend::Ucx && !ucxUsable()) {
     throw Error(Status::Unsupported, "world '" + name + "': the UCX backend cannot start here (ucp_init failed)");
+  }
+  if (backend == Backend::Nccl && !ucxUsable()) {
+    throw Error(Status::Unsupported, "world '" + name + "': NCCL worlds keep their members connected over UCX, "
+                                     "and UCX cannot start here (ucp_init failed)");
   }
   // `device` is the CUDA ordinal of an NCCL world; Gloo worlds ignore it.
   if (backend == Backend::Nccl) requireNcclDevice(name, device);
@@ -190,21 +200,22 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
 
 std::shared_ptr<World> Context::formWorld(const std::string& name, int rank, int size, Backend backend, int device,
                                           Deadline deadline) {
-  std::shared_ptr<UcxContext> ucx_context = backend == Backend::Ucx ? ucx() : nullptr;
+  std::shared_ptr<UcxContext> ucx_context = backend == Backend::Gloo ? nullptr : ucx();
+  std::shared_ptr<NcclThreads> nccl_threads = backend == Backend::Nccl ? ncclThreads() : nullptr;
   Formation f = rendezvous_.join(name, rank, size, deadline);
   std::unique_ptr<WorldBackend> runner;
   try {
     if (backend == Backend::Ucx) {
       runner = UcxWorld::connect(ucx_context, pool_, keys_.worldEpoch(name, f.epoch, "u:"), rank, size, deadline);
+    } else if (backend == Backend::Nccl) {
+      // The UCX world carries no data: it is the members' liveness link.
+      std::unique_ptr<UcxWorld> control =
+          UcxWorld::connect(ucx_context, pool_, keys_.worldEpoch(name, f.epoch, "u:"), rank, size, deadline);
+      runner = NcclWorld::connect(std::move(nccl_threads), std::move(control), pool_,
+                                  keys_.worldEpoch(name, f.epoch, "n:"), rank, size, device, deadline);
     } else {
-      std::unique_ptr<Communicator> comm = GlooCommunicator::connect(
-          gloo_device_, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank, size, deadline);
-      if (backend == Backend::Nccl) {
-        // The Gloo mesh stays as the world's liveness link; NCCL moves the data.
-        comm = NcclCommunicator::connect(*ncclSupport().plugin, std::move(comm), pool_,
-                                         keys_.worldEpoch(name, f.epoch, "n:"), rank, size, device, deadline);
-      }
-      runner = std::make_unique<LaneBackend>(std::move(comm));
+      runner = std::make_unique<LaneBackend>(GlooCommunicator::connect(
+          gloo_device_, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank, size, deadline));
     }
     rendezvous_.commit(name, f.epoch, rank, size, deadline);
   } catch (const std::exception& e) {

@@ -28,6 +28,7 @@ class Device;
 namespace mw {
 
 class UcxContext;
+struct NcclThreads;
 
 enum class Backend { Gloo = 1, Nccl = 2, Ucx = 3 };
 
@@ -78,10 +79,14 @@ class Context : public WorldOwner {
   // The UCX engine of this context, started with its first UCX world.
   std::shared_ptr<UcxContext> ucx();
   std::shared_ptr<ProgressDriver> ucxDriver();
+  // The poller and aborter of this context's NCCL worlds, started with the
+  // first of them.
+  std::shared_ptr<NcclThreads> ncclThreads();
 
   const std::shared_ptr<gloo::transport::Device> gloo_device_;  // shared by every Gloo world
   std::mutex ucx_m_;
   std::shared_ptr<UcxContext> ucx_;
+  std::shared_ptr<NcclThreads> nccl_threads_;  // under ucx_m_
   std::mutex m_;
   std::map<World*, std::shared_ptr<World>> worlds_;
 };

@@ -164,7 +164,7 @@ gtest() {
   if ((rc == 124 || rc == 137)); then record FAIL "$name" "timed out; see $name.log"; fi
   # Lines worth reading without the log: timings and thread counts (found
   # anywhere in a line: NCCL's output on the same stream may precede them).
-  grep -aoE "threads: [0-9]+ with 1 NCCL world, [0-9]+ with [0-9]+|destroy with [^:]* took [0-9.]+ ms|pending recv [^:]* after [0-9.]+ ms" \
+  grep -aoE "threads with [0-9]+ NCCL worlds?: .{0,400}|ours: [0-9]+ with 1, [0-9]+ with [0-9]+|destroy with [^:]* took [0-9.]+ ms|pending recv [^:]* after [0-9.]+ ms" \
     "$log" | sed 's/^/  /' | tee -a "$summary"
 }
 

@@ -1,0 +1,51 @@
+// The one thread of a context that runs ncclCommAbort for every NCCL world.
+//
+// ncclCommAbort waits for the world's kernels and NCCL's proxy threads, so
+// it runs on neither the thread that breaks a world (the UCX engine, the
+// CUDA poller, the watchdog) nor the program's: one world's abort never
+// stalls another world's operations. Aborts run one at a time, in the
+// order asked for.
+//
+// Ownership: the queue and the thread belong to the aborter; a Teardown is
+// shared by the world that asked and the thread, and the last of the two
+// to need the communicator frees it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/backends/nccl/nccl_plugin_abi.h"
+
+namespace mw {
+
+class NcclAborter {
+ public:
+  // One world's communicator on its way out.
+  class Teardown;
+
+  explicit NcclAborter(const mwn_plugin& plugin);
+  // Joins the thread; an abort that is still stuck in NCCL is left to
+  // finish on its own (the thread is detached with what it holds).
+  ~NcclAborter();
+  NcclAborter(const NcclAborter&) = delete;
+  NcclAborter& operator=(const NcclAborter&) = delete;
+
+  // Queues ncclCommAbort of `comm`; returns at once.
+  std::shared_ptr<Teardown> abort(mwn_comm* comm);
+
+  // After abort(): waits up to `grace` for it, then frees the communicator
+  // here. When the abort is still running then, the aborter's thread frees
+  // it once NCCL returns. False in that case.
+  bool release(const std::shared_ptr<Teardown>& t, std::chrono::milliseconds grace) noexcept;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+}  // namespace mw

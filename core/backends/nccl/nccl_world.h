@@ -1,0 +1,75 @@
+// One world on NCCL, through the plugin: one non-blocking communicator and
+// one CUDA stream on the device given at create. Every operation is issued
+// on that stream from the issuing thread, with a CUDA event behind it, and
+// the context's NcclPoller completes it. No thread of its own.
+//
+// Liveness rides the context's UCX engine: the members also form a UcxWorld
+// that carries no data, only its client-server endpoints, the process watch
+// and the goodbyes. So a member that dies, or leaves, while the world is
+// idle breaks it at once; NCCL itself only notices failures of the
+// operations it runs.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/backends/nccl/nccl_aborter.h"
+#include "core/backends/nccl/nccl_plugin_abi.h"
+#include "core/backends/nccl/nccl_poller.h"
+#include "core/deadline.h"
+#include "core/world_backend.h"
+
+namespace mw {
+
+class RedisPool;
+class UcxWorld;
+
+// What every NCCL world of a context shares: the plugin, the thread that
+// finds finished operations and the thread that aborts communicators. Made
+// with the context's first NCCL world; lives while a world holds it.
+struct NcclThreads {
+  explicit NcclThreads(const mwn_plugin& p) : plugin(p), poller(p), aborter(p) {}
+  const mwn_plugin& plugin;
+  NcclPoller poller;
+  NcclAborter aborter;
+};
+
+class NcclWorld : public WorldBackend, private NcclOpOwner {
+ public:
+  // Rank 0's NCCL id travels through Redis under `id_prefix`; then every
+  // rank polls its communicator until it formed. `control` is the world's
+  // connected, not yet started, UcxWorld. Throws Error (Timeout, Store,
+  // Backend, InvalidArgument).
+  static std::unique_ptr<NcclWorld> connect(std::shared_ptr<NcclThreads> threads, std::unique_ptr<UcxWorld> control,
+                                            RedisPool& pool, const std::string& id_prefix, int rank, int size,
+                                            int device, Deadline deadline);
+  ~NcclWorld() override;
+
+  void start(World& world) override;
+  void submit(const OpDesc& op, const std::shared_ptr<Request>& r) override;
+  bool cancel(Request& r) noexcept override;
+  void abort() noexcept override;
+  void stop() noexcept override;
+
+ private:
+  NcclWorld(std::shared_ptr<NcclThreads> threads, std::unique_ptr<UcxWorld> control, mwn_comm* comm);
+  OpResult failure() const override;
+  void operationFailed(const std::string& why) noexcept override;
+  void releaseComm() noexcept;
+
+  const std::shared_ptr<NcclThreads> threads_;
+  const std::unique_ptr<UcxWorld> control_;
+  mwn_comm* const comm_;
+  World* world_ = nullptr;  // owns this backend; set by start()
+
+  std::mutex m_;
+  std::condition_variable submitted_;  // submitting_ dropped
+  int submitting_ = 0;                 // submit() calls inside the plugin now
+  bool aborted_ = false;
+  bool stopped_ = false;
+  std::shared_ptr<NcclAborter::Teardown> teardown_;  // set by the first abort()
+};
+
+}  // namespace mw
