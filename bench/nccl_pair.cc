@@ -275,4 +275,10 @@ std::string runPair(const PairSetup& s, std::vector<Row>* rows, std::string* not
   return why;
 }
 
+std::string pairCalibration() {
+  char text[96];
+  std::snprintf(text, sizeof text, "iterations calibrated to ~%.2g s per run (%zu..%zu)", kRunS, kMinIters, kMaxIters);
+  return text;
+}
+
 }  // namespace mwbench::gpu

@@ -48,6 +48,8 @@ struct PairSetup {
 // *rows. "" when both succeeded, else what failed. *note says when the
 // budget cut the list of op and sizes short.
 std::string runPair(const PairSetup& s, std::vector<Row>* rows, std::string* note);
+// How runPair picks the iterations of a timed run when none are given.
+std::string pairCalibration();
 
 struct KillSetup {
   std::string redis_url;

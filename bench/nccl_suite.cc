@@ -107,9 +107,7 @@ bool pairPart(const BenchOptions& opt, const std::string& url, int devices, std:
               "on each rank, from a barrier to the slower rank's last completion; %s; median of %zu alternating "
               "rounds; gbps = 1e9 bit/s of buffer per op\n",
               placement.c_str(),
-              opt.iters ? ("iterations " + std::to_string(opt.iters)).c_str()
-                        : "iterations calibrated to ~0.25 s per run (2..200)",
-              s.rounds);
+              (opt.iters ? "iterations " + std::to_string(opt.iters) : pairCalibration()).c_str(), s.rounds);
   printTableHeader();
   for (const Row& r : got) {
     printRow(r);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <pthread.h>
+#include <sys/prctl.h>
 
 #include "core/request.h"
 #include "core/signals.h"
@@ -42,11 +43,13 @@ NcclPoller::~NcclPoller() {
 }
 
 void NcclPoller::post(Command c) {
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(m_);
+    wake = c.kind != Command::Kind::Watch || busy_.count(c.owner) == 0;
     commands_.push_back(std::move(c));
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
 }
 
 void NcclPoller::watch(NcclOpOwner* owner, std::shared_ptr<Request> request, mwn_op* op,
@@ -159,6 +162,9 @@ Deadline NcclPoller::pollOnce() {
 
 void NcclPoller::main() {
   pthread_setname_np(pthread_self(), kThreadName);
+  // The pauses are a few microseconds at first; Linux's default timer
+  // slack (50 us) would stretch each of them past the operation itself.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   Deadline next = Deadline::max();
   for (;;) {
     std::vector<Command> commands;
@@ -172,9 +178,16 @@ void NcclPoller::main() {
       }
       if (stopping_ && commands_.empty()) return;
       commands.swap(commands_);
+      busy_.clear();
     }
     for (Command& c : commands) apply(c);
     next = pollOnce();
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      for (const auto& [owner, o] : owned_) {
+        if (!o.ops.empty() && !o.aborted) busy_.insert(owner);
+      }
+    }
     while (!released_.empty()) {
       std::vector<std::shared_ptr<Request>> drop;
       drop.swap(released_);  // a world dropped here may release more

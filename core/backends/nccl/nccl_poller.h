@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -102,6 +103,11 @@ class NcclPoller {
   std::condition_variable cv_;
   std::vector<Command> commands_;  // under m_
   bool stopping_ = false;          // under m_
+  // Under m_: owners with operations outstanding at the end of the last
+  // round. The poller wakes for them anyway, so a watch of theirs does not
+  // wake it: a burst of operations does not make the poller contend with
+  // the issuing thread for CUDA at every issue.
+  std::set<NcclOpOwner*> busy_;
   std::map<NcclOpOwner*, Owned> owned_;  // the poller thread's alone
   std::vector<std::shared_ptr<Request>> released_;  // completed this round; the poller thread's alone
   std::thread thread_;
