@@ -124,6 +124,32 @@ double timedRun(Side& side, Op op, const Buffers& b, size_t count, size_t iters)
   return t;
 }
 
+// Where the time of a small operation goes: the issuing calls alone, and
+// one operation at a time (issue, then wait), in microseconds per op,
+// median of `rounds`.
+struct SmallOpCost {
+  double issue_us = 0, one_at_a_time_us = 0;
+};
+
+SmallOpCost smallOpCost(Side& side, const Buffers& b, size_t rounds) {
+  constexpr size_t kOps = 200;
+  std::vector<double> issue, single;
+  for (size_t round = 0; round < rounds; ++round) {
+    cudaCheck(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    double t0 = nowSeconds();
+    for (size_t k = 0; k < kOps; ++k) side.issue(Op::Allreduce, b.in, b.out, 1);
+    issue.push_back((nowSeconds() - t0) / kOps * 1e6);
+    side.finish();
+    t0 = nowSeconds();
+    for (size_t k = 0; k < kOps; ++k) {
+      side.issue(Op::Allreduce, b.in, b.out, 1);
+      side.finish();
+    }
+    single.push_back((nowSeconds() - t0) / kOps * 1e6);
+  }
+  return {median(issue), median(single)};
+}
+
 size_t itersFor(const BenchOptions& opt, size_t bytes) {
   if (opt.iters) return opt.iters;
   const double n = kRoundBytes / static_cast<double>(bytes);
@@ -253,6 +279,10 @@ void measureAll(const BenchOptions& opt, const std::string& url, SingleBoard& bo
       printRow(row);
     }
   }
+  const SmallOpCost o = smallOpCost(ours, b, opt.rounds), r = smallOpCost(raw, b, opt.rounds);
+  std::printf("# size 1, allreduce of 4 B, us per op: issuing 200 back to back: ours %.2f, raw %.2f; "
+              "one at a time (issue, then wait): ours %.2f, raw %.2f\n",
+              o.issue_us, r.issue_us, o.one_at_a_time_us, r.one_at_a_time_us);
   board.outcome = SingleBoard::kMeasured;
 }
 

@@ -1,7 +1,8 @@
 // The NCCL worlds' poller and aborter, on a scripted plugin: the order in
 // which operations complete, op_timeout_ms, abort, forget, the one thread,
-// and that nothing is queried while nothing is outstanding. What NCCL and
-// CUDA do is tested on a GPU (nccl_test, nccl_ops_test).
+// a member's departure, and that nothing is queried while nothing is
+// outstanding. What NCCL and CUDA do is tested on a GPU (nccl_test,
+// nccl_ops_test).
 #include <dirent.h>
 
 #include <atomic>
@@ -183,6 +184,26 @@ TEST_F(NcclPollerTest, AnOperationPastOpTimeoutBreaksTheOwnerNamingTheLimit) {
   poller.forget(&owner);
   EXPECT_EQ(a.request->test(), Status::WorldBroken);
   EXPECT_TRUE(a.op->freed);
+}
+
+TEST_F(NcclPollerTest, AfterADepartureWhatFinishesCompletesAndWhatStallsBreaks) {
+  NcclPoller poller(kPlugin);
+  Owner owner;
+  Issued a = issue(poller, owner), b = issue(poller, owner);
+  poller.drain(&owner, 200ms, "scripted stall after a departure");
+  std::this_thread::sleep_for(120ms);
+  const auto finished_a = std::chrono::steady_clock::now();
+  a.op->state = MWN_OK;  // finishes within the grace, and restarts it
+  ASSERT_TRUE(eventually([&] { return a.request->finished(); }));
+  EXPECT_EQ(a.request->test(), Status::Ok);
+  std::this_thread::sleep_for(120ms);
+  EXPECT_TRUE(owner.failed().empty()) << "the grace did not restart when an operation finished";
+  ASSERT_TRUE(eventually([&] { return !owner.failed().empty(); }));
+  EXPECT_GE(std::chrono::steady_clock::now() - finished_a, 200ms);
+  EXPECT_EQ(owner.failed()[0], "scripted stall after a departure");
+  EXPECT_FALSE(b.request->finished());  // the break decides what it fails with
+  poller.forget(&owner);
+  EXPECT_EQ(b.request->test(), Status::WorldBroken);
 }
 
 TEST_F(NcclPollerTest, ForgetFailsWhatIsLeftAndNothingIsQueriedWhileIdle) {

@@ -54,14 +54,20 @@ void NcclPoller::post(Command c) {
 
 void NcclPoller::watch(NcclOpOwner* owner, std::shared_ptr<Request> request, mwn_op* op,
                        std::chrono::milliseconds op_timeout) {
-  post(Command{Command::Kind::Watch, owner, Watched{std::move(request), op, Clock::now(), op_timeout}, nullptr});
+  post(Command{Command::Kind::Watch, owner, Watched{std::move(request), op, Clock::now(), op_timeout}, nullptr, {}});
 }
 
-void NcclPoller::abort(NcclOpOwner* owner) { post(Command{Command::Kind::Abort, owner, Watched{}, nullptr}); }
+void NcclPoller::abort(NcclOpOwner* owner) { post(Command{Command::Kind::Abort, owner, Watched{}, nullptr, {}}); }
+
+void NcclPoller::drain(NcclOpOwner* owner, std::chrono::milliseconds grace, std::string why) {
+  Watched w;
+  w.op_timeout = grace;
+  post(Command{Command::Kind::Drain, owner, std::move(w), nullptr, std::move(why)});
+}
 
 void NcclPoller::forget(NcclOpOwner* owner) {
   std::promise<void> forgotten;
-  Command c{Command::Kind::Forget, owner, Watched{}, &forgotten};
+  Command c{Command::Kind::Forget, owner, Watched{}, &forgotten, {}};
   if (std::this_thread::get_id() == thread_.get_id()) {
     // Called back from here (a request dropped here held the last
     // reference to its world): what is queued goes first, then the owner.
@@ -112,6 +118,13 @@ void NcclPoller::apply(Command& c) {
       failAll(c.owner, o);
       break;
     }
+    case Command::Kind::Drain: {
+      Owned& o = owned_[c.owner];
+      o.grace = c.watched.op_timeout;
+      o.drain_until = Clock::now() + o.grace;
+      o.drain_why = std::move(c.why);
+      break;
+    }
     case Command::Kind::Forget: {
       auto it = owned_.find(c.owner);
       if (it != owned_.end()) {
@@ -137,6 +150,7 @@ Deadline NcclPoller::pollOnce() {
         Watched done = std::move(w);
         o.ops.pop_front();
         finish(done, st == MWN_OK ? Status::Ok : Status::InvalidArgument, err);
+        if (o.drain_until != Deadline::max()) o.drain_until = Clock::now() + o.grace;
         continue;
       }
       if (st != MWN_PENDING) {
@@ -144,6 +158,11 @@ Deadline NcclPoller::pollOnce() {
         break;
       }
       const auto now = Clock::now();
+      if (now >= o.drain_until) {
+        owner->operationFailed(o.drain_why);
+        break;
+      }
+      next = std::min(next, o.drain_until);
       const auto waited = now - w.started;
       if (w.op_timeout.count() > 0) {
         if (waited >= w.op_timeout) {

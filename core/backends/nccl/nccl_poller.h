@@ -65,6 +65,10 @@ class NcclPoller {
   // Every watched and later operation of `owner` completes with
   // owner->failure(). Returns at once.
   void abort(NcclOpOwner* owner);
+  // A member left: `owner`'s operations under way may still finish with
+  // what it sent. Once none of them finished for `grace`, the owner hears
+  // operationFailed(why).
+  void drain(NcclOpOwner* owner, std::chrono::milliseconds grace, std::string why);
   // Drops `owner`: what it still has watched completes with its failure.
   // Returns once the poller neither holds an operation of it nor calls it.
   void forget(NcclOpOwner* owner);
@@ -80,14 +84,20 @@ class NcclPoller {
     std::chrono::milliseconds op_timeout{0};
   };
   struct Command {
-    enum class Kind { Watch, Abort, Forget } kind;
+    enum class Kind { Watch, Abort, Drain, Forget } kind;
     NcclOpOwner* owner;
-    Watched watched;               // Watch
+    Watched watched;                // Watch; Drain: its op_timeout is the grace
     std::promise<void>* forgotten;  // Forget
+    std::string why;                // Drain
   };
   struct Owned {  // the poller thread's own record of one owner
     std::deque<Watched> ops;  // in issue order: one stream finishes them in order
     bool aborted = false;
+    // Draining after a member left: when it fails unless an operation
+    // finishes first, and the grace each finished operation restarts.
+    Deadline drain_until = Deadline::max();
+    std::chrono::milliseconds grace{0};
+    std::string drain_why;
   };
 
   void post(Command c);

@@ -3,6 +3,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/ucx_world.h"
 #include "core/communicator.h"
 #include "core/error.h"
@@ -29,6 +30,9 @@ constexpr size_t kErrLen = 512;
 // How long stop() waits for ncclCommAbort before leaving it to finish,
 // and free the communicator, on the aborter's thread.
 constexpr std::chrono::milliseconds kAbortGrace{5000};
+// How long operations under way may go without one finishing after a
+// member left, before the world aborts them.
+constexpr std::chrono::milliseconds kDepartureGrace{1000};
 const char kIdKey[] = "nccl-id";
 
 std::vector<char> exchangeId(const mwn_plugin& plugin, RedisPool& pool, const std::string& prefix, int rank,
@@ -149,6 +153,24 @@ void NcclWorld::abort() noexcept {
   // Again for every later failure: the control world may have let a
   // departure through that must now end everything.
   control_->abort();
+  bool departure;
+  {
+    UcxEngine::Lock lock = control_->engine().lock();
+    departure = !control_->aborted();
+  }
+  if (departure) {
+    // A member left after everything it sent: what is under way may still
+    // finish without it (its last collective, a receive of its last send),
+    // as on the other backends. NCCL cannot say what an operation still
+    // needs, so progress decides.
+    std::lock_guard<std::mutex> lock(m_);
+    if (aborted_ || draining_) return;
+    draining_ = true;
+    threads_->poller.drain(this, kDepartureGrace,
+                           "no operation finished for " + std::to_string(kDepartureGrace.count()) +
+                               " ms after a member left");
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(m_);
     if (aborted_) return;

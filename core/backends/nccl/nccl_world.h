@@ -68,6 +68,7 @@ class NcclWorld : public WorldBackend, private NcclOpOwner {
   std::condition_variable submitted_;  // submitting_ dropped
   int submitting_ = 0;                 // submit() calls inside the plugin now
   bool aborted_ = false;
+  bool draining_ = false;  // a member left; the poller lets what runs finish
   bool stopped_ = false;
   std::shared_ptr<NcclAborter::Teardown> teardown_;  // set by the first abort()
 };
