@@ -1,5 +1,6 @@
 // The NCCL worlds' poller and aborter, on a scripted plugin: the order in
 // which operations complete, op_timeout_ms, abort, forget, the one thread,
+// finalize or abort,
 // a member's departure, and that nothing is queried while nothing is
 // outstanding. What NCCL and CUDA do is tested on a GPU (nccl_test,
 // nccl_ops_test).
@@ -52,6 +53,13 @@ void fakeAbort(mwn_comm*) {
   ++g_aborts;
 }
 void fakeFree(mwn_comm*) { ++g_frees; }
+std::atomic<int> g_finalizes{0};
+std::atomic<int> g_finalize_result{MWN_OK};
+int fakeFinalize(mwn_comm*, int, char* err, size_t len) {
+  ++g_finalizes;
+  std::snprintf(err, len, "scripted finalization");
+  return g_finalize_result.load();
+}
 
 mwn_plugin scripted() {
   mwn_plugin p{};
@@ -60,6 +68,7 @@ mwn_plugin scripted() {
   p.op_free = fakeOpFree;
   p.comm_abort = fakeAbort;
   p.comm_free = fakeFree;
+  p.comm_finalize = fakeFinalize;
   return p;
 }
 const mwn_plugin kPlugin = scripted();
@@ -258,6 +267,22 @@ TEST(NcclAborter, ReleaseFreesAfterTheAbortOrLeavesItToTheThread) {
   EXPECT_TRUE(eventually([&] { return g_frees.load() == frees + 2; }));
   EXPECT_EQ(g_aborts.load(), aborts + 2);
   g_abort_ms = 0;
+}
+
+TEST(NcclAborter, FinalizeAbortsOnlyWhenTheFlushFails) {
+  g_abort_ms = 0;
+  NcclAborter aborter(kPlugin);
+  const int aborts = g_aborts.load(), finalizes = g_finalizes.load(), frees = g_frees.load();
+  g_finalize_result = MWN_OK;
+  EXPECT_TRUE(aborter.release(aborter.finalize(nullptr, 100ms), 5000ms));
+  EXPECT_EQ(g_finalizes.load(), finalizes + 1);
+  EXPECT_EQ(g_aborts.load(), aborts);
+  g_finalize_result = MWN_PENDING;  // not flushed in time
+  EXPECT_TRUE(aborter.release(aborter.finalize(nullptr, 100ms), 5000ms));
+  EXPECT_EQ(g_finalizes.load(), finalizes + 2);
+  EXPECT_EQ(g_aborts.load(), aborts + 1);
+  EXPECT_EQ(g_frees.load(), frees + 2);
+  g_finalize_result = MWN_OK;
 }
 
 }  // namespace

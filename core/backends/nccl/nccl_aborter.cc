@@ -2,16 +2,20 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+
+#include "core/log.h"
 #include "core/signals.h"
 
 namespace mw {
 
 class NcclAborter::Teardown {
  public:
-  explicit Teardown(mwn_comm* c) : comm(c) {}
+  Teardown(mwn_comm* c, int ms) : comm(c), finalize_ms(ms) {}
   mwn_comm* const comm;
+  const int finalize_ms;  // < 0: abort at once
   // Under State::m.
-  bool aborted = false;       // ncclCommAbort returned
+  bool ended = false;         // the abort or finalization returned
   bool thread_frees = false;  // release() gave up waiting: the thread frees
 };
 
@@ -25,6 +29,16 @@ struct NcclAborter::State {
   bool running = false;  // an abort is in NCCL now
   bool stopping = false;
 
+  void end(Teardown& t) {
+    if (t.finalize_ms >= 0) {
+      char err[512] = "";
+      const int st = plugin.comm_finalize(t.comm, t.finalize_ms, err, sizeof err);
+      if (st == MWN_OK) return;
+      MW_LOG(LogLevel::Warn, "a destroyed NCCL world's communicator is aborted: %s", err);
+    }
+    plugin.comm_abort(t.comm);
+  }
+
   void main() {
     pthread_setname_np(pthread_self(), "mw:ncclabort");
     std::unique_lock<std::mutex> lock(m);
@@ -35,10 +49,10 @@ struct NcclAborter::State {
       queue.pop_front();
       running = true;
       lock.unlock();
-      plugin.comm_abort(t->comm);
+      end(*t);
       lock.lock();
       running = false;
-      t->aborted = true;
+      t->ended = true;
       if (t->thread_frees) {
         lock.unlock();
         plugin.comm_free(t->comm);
@@ -71,8 +85,14 @@ NcclAborter::~NcclAborter() {
   }
 }
 
-std::shared_ptr<NcclAborter::Teardown> NcclAborter::abort(mwn_comm* comm) {
-  auto t = std::make_shared<Teardown>(comm);
+std::shared_ptr<NcclAborter::Teardown> NcclAborter::abort(mwn_comm* comm) { return queue(comm, -1); }
+
+std::shared_ptr<NcclAborter::Teardown> NcclAborter::finalize(mwn_comm* comm, std::chrono::milliseconds grace) {
+  return queue(comm, static_cast<int>(std::max<int64_t>(grace.count(), 0)));
+}
+
+std::shared_ptr<NcclAborter::Teardown> NcclAborter::queue(mwn_comm* comm, int finalize_ms) {
+  auto t = std::make_shared<Teardown>(comm, finalize_ms);
   {
     std::lock_guard<std::mutex> lock(state_->m);
     state_->queue.push_back(t);
@@ -84,7 +104,7 @@ std::shared_ptr<NcclAborter::Teardown> NcclAborter::abort(mwn_comm* comm) {
 bool NcclAborter::release(const std::shared_ptr<Teardown>& t, std::chrono::milliseconds grace) noexcept {
   {
     std::unique_lock<std::mutex> lock(state_->m);
-    if (!state_->done.wait_for(lock, grace, [&] { return t->aborted; })) {
+    if (!state_->done.wait_for(lock, grace, [&] { return t->ended; })) {
       t->thread_frees = true;
       return false;
     }

@@ -1,10 +1,12 @@
-// The one thread of a context that runs ncclCommAbort for every NCCL world.
+// The one thread of a context that ends the communicators of NCCL worlds:
+// ncclCommAbort for a broken world, ncclCommFinalize for one destroyed
+// while healthy.
 //
-// ncclCommAbort waits for the world's kernels and NCCL's proxy threads, so
-// it runs on neither the thread that breaks a world (the UCX engine, the
-// CUDA poller, the watchdog) nor the program's: one world's abort never
-// stalls another world's operations. Aborts run one at a time, in the
-// order asked for.
+// Both wait for the world's kernels and NCCL's proxy threads, so they run
+// on neither the thread that breaks a world (the UCX engine, the CUDA
+// poller, the watchdog) nor the program's: one world's teardown never
+// stalls another world's operations. They run one at a time, in the order
+// asked for.
 //
 // Ownership: the queue and the thread belong to the aborter; a Teardown is
 // shared by the world that asked and the thread, and the last of the two
@@ -36,14 +38,19 @@ class NcclAborter {
 
   // Queues ncclCommAbort of `comm`; returns at once.
   std::shared_ptr<Teardown> abort(mwn_comm* comm);
+  // Queues ncclCommFinalize of `comm`: what this rank sent reaches the
+  // others. Past `grace`, or when it fails, the communicator is aborted.
+  // Returns at once.
+  std::shared_ptr<Teardown> finalize(mwn_comm* comm, std::chrono::milliseconds grace);
 
-  // After abort(): waits up to `grace` for it, then frees the communicator
-  // here. When the abort is still running then, the aborter's thread frees
-  // it once NCCL returns. False in that case.
+  // After abort() or finalize(): waits up to `grace` for it, then frees the
+  // communicator here. When it still runs then, the aborter's thread frees
+  // the communicator once NCCL returns. False in that case.
   bool release(const std::shared_ptr<Teardown>& t, std::chrono::milliseconds grace) noexcept;
 
  private:
   struct State;
+  std::shared_ptr<Teardown> queue(mwn_comm* comm, int finalize_ms);
   std::shared_ptr<State> state_;
   std::thread thread_;
 };

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MW_NCCL_PLUGIN_ABI 1
+#define MW_NCCL_PLUGIN_ABI 2
 #define MW_NCCL_PLUGIN_ENTRY "mw_nccl_plugin_v1"
 #define MW_NCCL_UNIQUE_ID_BYTES 128
 
@@ -95,6 +95,12 @@ typedef struct {
   void (*comm_abort)(mwn_comm* comm);
   /* Aborts if still needed and releases the stream and memory. */
   void (*comm_free)(mwn_comm* comm);
+  /* ncclCommFinalize, waiting up to timeout_ms for every operation issued
+   * and its network transfers to be flushed: MWN_OK once they are (the
+   * peers then have what this rank sent), MWN_PENDING past the timeout, or
+   * the error. Blocks. comm_free afterwards destroys rather than aborts
+   * when it succeeded. */
+  int (*comm_finalize)(mwn_comm* comm, int timeout_ms, char* err, size_t err_len);
 } mwn_plugin;
 
 typedef const mwn_plugin* (*mwn_entry_fn)(void);

@@ -30,6 +30,9 @@ constexpr size_t kErrLen = 512;
 // How long stop() waits for ncclCommAbort before leaving it to finish,
 // and free the communicator, on the aborter's thread.
 constexpr std::chrono::milliseconds kAbortGrace{5000};
+// How long a world destroyed while healthy waits for what it sent to be
+// flushed (ncclCommFinalize) before it aborts the communicator.
+constexpr std::chrono::milliseconds kFinalizeGrace{2000};
 // How long operations under way may go without one finishing after a
 // member left, before the world aborts them.
 constexpr std::chrono::milliseconds kDepartureGrace{1000};
@@ -171,16 +174,23 @@ void NcclWorld::abort() noexcept {
                                " ms after a member left");
     return;
   }
+  const bool destroyed = world_->failure().status == Status::Cancelled;
   {
     std::lock_guard<std::mutex> lock(m_);
     if (aborted_) return;
     aborted_ = true;
+    // A world destroyed while healthy ends its communicator in stop(), by
+    // ncclCommFinalize: aborting it at once could cut off what this rank
+    // last sent, which its peers are still receiving.
+    finalize_ = destroyed && !draining_;
     // Queued under the lock, so that stop() finds it and frees the
     // communicator only after it ran. Without memory for it, stop()
     // aborts and frees in one go.
-    try {
-      teardown_ = threads_->aborter.abort(comm_);
-    } catch (const std::exception&) {
+    if (!finalize_) {
+      try {
+        teardown_ = threads_->aborter.abort(comm_);
+      } catch (const std::exception&) {
+      }
     }
   }
   threads_->poller.abort(this);
@@ -203,21 +213,24 @@ void NcclWorld::stop() noexcept {
 
 void NcclWorld::releaseComm() noexcept {
   std::shared_ptr<NcclAborter::Teardown> t;
+  bool finalize;
   {
     std::lock_guard<std::mutex> lock(m_);
     t = std::move(teardown_);
+    finalize = finalize_;
   }
   if (!t) {
     try {
-      t = threads_->aborter.abort(comm_);
+      t = finalize ? threads_->aborter.finalize(comm_, kFinalizeGrace) : threads_->aborter.abort(comm_);
     } catch (const std::exception&) {
       threads_->plugin.comm_free(comm_);  // aborts first
       return;
     }
   }
-  if (!threads_->aborter.release(t, kAbortGrace)) {
-    MW_LOG(LogLevel::Warn, "ncclCommAbort still runs %lld ms after the world ended; leaving it to finish",
-           static_cast<long long>(kAbortGrace.count()));
+  const auto grace = finalize ? kFinalizeGrace + kAbortGrace : kAbortGrace;
+  if (!threads_->aborter.release(t, grace)) {
+    MW_LOG(LogLevel::Warn, "the NCCL communicator's teardown still runs %lld ms after the world ended; leaving it "
+           "to finish", static_cast<long long>(grace.count()));
   }
 }
 

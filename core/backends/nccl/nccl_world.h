@@ -69,6 +69,7 @@ class NcclWorld : public WorldBackend, private NcclOpOwner {
   int submitting_ = 0;                 // submit() calls inside the plugin now
   bool aborted_ = false;
   bool draining_ = false;  // a member left; the poller lets what runs finish
+  bool finalize_ = false;  // destroyed while healthy: finalize, not abort
   bool stopped_ = false;
   std::shared_ptr<NcclAborter::Teardown> teardown_;  // set by the first abort()
 };

@@ -73,6 +73,7 @@ struct Comm {
   cudaStream_t stream = nullptr;
   void* scratch = nullptr;  // device memory the barrier reduces
   bool aborted = false;
+  bool finalized = false;   // ncclCommFinalize flushed everything: destroy, not abort
   Failure failure;          // the first error of the communicator
   std::shared_ptr<OpState> enqueuing;  // answered ncclInProgress
   std::deque<std::shared_ptr<OpState>> backlog;

@@ -1,7 +1,10 @@
 // The plugin's C table: argument checks, locking, and nothing thrown out.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <thread>
 
 #include "core/backends/nccl/plugin/nccl_comm.h"
 
@@ -244,12 +247,55 @@ void commAbort(mwn_comm* h) {
   }
 }
 
+int commFinalize(mwn_comm* h, int timeout_ms, char* err, size_t len) {
+  return guarded(err, len, [&]() -> int {
+    if (!h) return say(err, len, MWN_ERR_ARGUMENT, "comm_finalize: NULL communicator");
+    Comm& c = *h->comm;
+    DeviceScope scope(c.device);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
+    auto pause = std::chrono::microseconds(50);
+    bool finalizing = false;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(c.m);
+        bool pending = false;
+        // Operations NCCL had not taken yet go in first.
+        Failure f = progress(c, pending);
+        if (f) return say(err, len, f);
+        if (!pending && !finalizing) {
+          ncclResult_t r = ncclCommFinalize(c.nccl);
+          if (r != ncclSuccess && r != ncclInProgress) {
+            return say(err, len, MWN_ERR_BACKEND, ncclWhy("ncclCommFinalize", r, c.nccl));
+          }
+          finalizing = true;
+          continue;  // progress() now reports the finalization
+        }
+        if (!pending && finalizing) {
+          c.finalized = true;
+          return MWN_OK;
+        }
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return say(err, len, MWN_PENDING,
+                   std::string(finalizing ? "ncclCommFinalize" : "the operations before ncclCommFinalize") +
+                       " did not finish in " + std::to_string(timeout_ms) + " ms");
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(2000));
+    }
+  });
+}
+
 void commFree(mwn_comm* h) {
   if (!h) return;
   try {
     Comm& c = *h->comm;
     DeviceScope scope(c.device);
     std::lock_guard<std::mutex> lock(c.m);
+    if (c.finalized && !c.aborted && c.nccl) {
+      ncclCommDestroy(c.nccl);
+      c.nccl = nullptr;
+    }
     abortComm(c);
     release(c);
   } catch (...) {
@@ -269,7 +315,7 @@ extern "C" __attribute__((visibility("default"))) const mwn_plugin* mw_nccl_plug
   static const mwn_plugin table = {
       MW_NCCL_PLUGIN_ABI,     mwnccl::linkedNcclVersion(), mwnccl::probe,     mwnccl::uniqueId,
       mwnccl::commStart,      mwnccl::commReady,           mwnccl::opStart,   mwnccl::opQuery,
-      mwnccl::opFree,         mwnccl::commAbort,           mwnccl::commFree,
+      mwnccl::opFree,         mwnccl::commAbort,           mwnccl::commFree,  mwnccl::commFinalize,
   };
   return &table;
 }
