@@ -110,7 +110,7 @@ std::shared_ptr<UcxContext> Context::ucx() {
 
 std::shared_ptr<NcclThreads> Context::ncclThreads() {
   std::lock_guard<std::mutex> lock(ucx_m_);
-  if (!nccl_threads_) nccl_threads_ = std::make_shared<NcclThreads>(*ncclSupport().plugin);
+  if (!nccl_threads_) nccl_threads_ = std::make_shared<NcclThreads>(*ncclSupport().plugin, cfg_.spin);
   return nccl_threads_;
 }
 

@@ -1,9 +1,8 @@
 // The NCCL worlds' poller and aborter, on a scripted plugin: the order in
-// which operations complete, op_timeout_ms, abort, forget, the one thread,
-// finalize or abort,
-// a member's departure, and that nothing is queried while nothing is
-// outstanding. What NCCL and CUDA do is tested on a GPU (nccl_test,
-// nccl_ops_test).
+// which operations complete, op_timeout_ms, abort, forget, a member's
+// departure, a waiter's bounded spin, the one thread, that nothing is
+// queried while nothing is outstanding, and finalize or abort. What NCCL
+// and CUDA do is tested on a GPU (nccl_test, nccl_ops_test).
 #include <dirent.h>
 
 #include <atomic>
@@ -130,7 +129,7 @@ int threadsNamed(const std::string& name) {
 }
 
 TEST_F(NcclPollerTest, CompletesInStreamOrderAndFreesEveryOperation) {
-  NcclPoller poller(kPlugin);
+  NcclPoller poller(kPlugin, 20us);
   Owner owner;
   Issued a = issue(poller, owner), b = issue(poller, owner), c = issue(poller, owner);
   // A later operation that reports done first is still completed after the
@@ -153,7 +152,7 @@ TEST_F(NcclPollerTest, CompletesInStreamOrderAndFreesEveryOperation) {
 }
 
 TEST_F(NcclPollerTest, FailureBreaksTheOwnerAndAbortFailsWhatIsWatched) {
-  NcclPoller poller(kPlugin);
+  NcclPoller poller(kPlugin, 20us);
   Owner owner, other;
   Issued a = issue(poller, owner), b = issue(poller, owner), o = issue(poller, other);
   a.op->state = MWN_ERR_TRANSPORT;
@@ -181,7 +180,7 @@ TEST_F(NcclPollerTest, FailureBreaksTheOwnerAndAbortFailsWhatIsWatched) {
 }
 
 TEST_F(NcclPollerTest, AnOperationPastOpTimeoutBreaksTheOwnerNamingTheLimit) {
-  NcclPoller poller(kPlugin);
+  NcclPoller poller(kPlugin, 20us);
   Owner owner;
   const auto start = std::chrono::steady_clock::now();
   Issued a = issue(poller, owner, 100ms);
@@ -196,7 +195,7 @@ TEST_F(NcclPollerTest, AnOperationPastOpTimeoutBreaksTheOwnerNamingTheLimit) {
 }
 
 TEST_F(NcclPollerTest, AfterADepartureWhatFinishesCompletesAndWhatStallsBreaks) {
-  NcclPoller poller(kPlugin);
+  NcclPoller poller(kPlugin, 20us);
   Owner owner;
   Issued a = issue(poller, owner), b = issue(poller, owner);
   poller.drain(&owner, 200ms, "scripted stall after a departure");
@@ -216,7 +215,7 @@ TEST_F(NcclPollerTest, AfterADepartureWhatFinishesCompletesAndWhatStallsBreaks) 
 }
 
 TEST_F(NcclPollerTest, ForgetFailsWhatIsLeftAndNothingIsQueriedWhileIdle) {
-  NcclPoller poller(kPlugin);
+  NcclPoller poller(kPlugin, 20us);
   Owner owner;
   Issued a = issue(poller, owner);
   ASSERT_TRUE(eventually([&] { return g_queries.load() > 0; }));
@@ -231,7 +230,7 @@ TEST_F(NcclPollerTest, ForgetFailsWhatIsLeftAndNothingIsQueriedWhileIdle) {
 TEST_F(NcclPollerTest, OneThreadForAnyNumberOfOwners) {
   const int before = threadsNamed(NcclPoller::kThreadName);
   {
-    NcclPoller poller(kPlugin);
+    NcclPoller poller(kPlugin, 20us);
     std::vector<std::unique_ptr<Owner>> owners;
     std::vector<Issued> issued;
     for (int i = 0; i < 16; ++i) {
@@ -249,6 +248,28 @@ TEST_F(NcclPollerTest, OneThreadForAnyNumberOfOwners) {
     for (auto& o : owners) poller.forget(o.get());
   }
   EXPECT_EQ(threadsNamed(NcclPoller::kThreadName), before);
+}
+
+TEST_F(NcclPollerTest, AWaiterSpinsBoundedAndSeesACompletionWhileItSpins) {
+  NcclPoller poller(kPlugin, 200ms);
+  Owner owner;
+  Issued a = issue(poller, owner);
+  EXPECT_TRUE(poller.spinUntil([] { return true; }));
+  // Nothing finishes: the spin ends, bounded.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(poller.spinUntil([&] { return a.request->finished(); }));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
+  // The operation finishes during a spin: the waiter sees it in that spin.
+  std::thread finisher([&] {
+    std::this_thread::sleep_for(20ms);
+    a.op->state = MWN_OK;
+  });
+  EXPECT_TRUE(poller.spinUntil([&] { return a.request->finished(); }));
+  finisher.join();
+  EXPECT_EQ(a.request->test(), Status::Ok);
+  NcclPoller never_spins(kPlugin, 0us);
+  EXPECT_FALSE(never_spins.spinUntil([] { return false; }));
+  poller.forget(&owner);
 }
 
 TEST(NcclAborter, ReleaseFreesAfterTheAbortOrLeavesItToTheThread) {

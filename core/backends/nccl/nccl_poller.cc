@@ -22,7 +22,7 @@ std::chrono::microseconds ncclPauseAfter(Clock::duration waited) {
   return std::clamp(p, kFirstPause, kLongestPause);
 }
 
-NcclPoller::NcclPoller(const mwn_plugin& plugin) : plugin_(plugin) {
+NcclPoller::NcclPoller(const mwn_plugin& plugin, std::chrono::microseconds spin) : plugin_(plugin), spin_(spin) {
   SigpipeBlockedForNewThreads no_sigpipe;
   thread_ = std::thread([this] { main(); });
 }
@@ -40,6 +40,24 @@ NcclPoller::~NcclPoller() {
   } else {
     thread_.join();
   }
+}
+
+bool NcclPoller::spinUntil(const std::function<bool()>& done) {
+  if (done()) return true;
+  if (spin_.count() <= 0) return false;
+  spinners_.fetch_add(1, std::memory_order_relaxed);
+  cv_.notify_one();  // out of its pause
+  const auto end = Clock::now() + spin_;
+  bool held = false;
+  for (unsigned i = 1;; ++i) {
+    if (done()) {
+      held = true;
+      break;
+    }
+    if ((i & 15) == 0 && Clock::now() >= end) break;
+  }
+  spinners_.fetch_sub(1, std::memory_order_relaxed);
+  return held;
 }
 
 void NcclPoller::post(Command c) {
@@ -189,9 +207,9 @@ void NcclPoller::main() {
     std::vector<Command> commands;
     {
       std::unique_lock<std::mutex> lock(m_);
-      auto ready = [&] { return stopping_ || !commands_.empty(); };
+      auto ready = [&] { return stopping_ || !commands_.empty() || spinners_.load(std::memory_order_relaxed) > 0; };
       if (next == Deadline::max()) {
-        cv_.wait(lock, ready);
+        cv_.wait(lock, [&] { return stopping_ || !commands_.empty(); });
       } else {
         cv_.wait_until(lock, next, ready);
       }

@@ -8,7 +8,9 @@
 // between rounds for a twentieth of the time that operation has run:
 // completion is seen at most ~5% late, and a long operation costs a few
 // thousand cheap queries a second at most. With nothing outstanding the
-// thread sleeps until an operation is handed to it.
+// thread sleeps until an operation is handed to it. While a caller waits
+// in mw_wait for its bounded spin (spin_us), the poller queries without
+// pausing, so a short operation is seen finished at once.
 //
 // Ownership: the watched operations belong to the poller's thread alone;
 // other threads hand it work through a queue of commands under m_. An
@@ -16,6 +18,7 @@
 // forget() returned.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -31,6 +34,7 @@
 #include "core/backends/nccl/nccl_plugin_abi.h"
 #include "core/deadline.h"
 #include "core/op.h"
+#include "core/progress_driver.h"
 
 namespace mw {
 
@@ -51,10 +55,10 @@ class NcclOpOwner {
   virtual void operationFailed(const std::string& why) noexcept = 0;
 };
 
-class NcclPoller {
+class NcclPoller : public ProgressDriver {
  public:
-  explicit NcclPoller(const mwn_plugin& plugin);
-  ~NcclPoller();  // every owner forgot itself before
+  NcclPoller(const mwn_plugin& plugin, std::chrono::microseconds spin);
+  ~NcclPoller() override;  // every owner forgot itself before
   NcclPoller(const NcclPoller&) = delete;
   NcclPoller& operator=(const NcclPoller&) = delete;
 
@@ -72,6 +76,10 @@ class NcclPoller {
   // Drops `owner`: what it still has watched completes with its failure.
   // Returns once the poller neither holds an operation of it nor calls it.
   void forget(NcclOpOwner* owner);
+
+  // A caller waiting for a request: spins up to spin_us for `done`, while
+  // the poller queries without pausing.
+  bool spinUntil(const std::function<bool()>& done) override;
 
   // Threads of this process that poll: for tests.
   static constexpr const char* kThreadName = "mw:ncclpoll";
@@ -109,6 +117,8 @@ class NcclPoller {
   Deadline pollOnce();
 
   const mwn_plugin& plugin_;
+  const std::chrono::microseconds spin_;
+  std::atomic<int> spinners_{0};  // callers in spinUntil now
   std::mutex m_;
   std::condition_variable cv_;
   std::vector<Command> commands_;  // under m_

@@ -30,7 +30,7 @@ class UcxWorld;
 // finds finished operations and the thread that aborts communicators. Made
 // with the context's first NCCL world; lives while a world holds it.
 struct NcclThreads {
-  explicit NcclThreads(const mwn_plugin& p) : plugin(p), poller(p), aborter(p) {}
+  NcclThreads(const mwn_plugin& p, std::chrono::microseconds spin) : plugin(p), poller(p, spin), aborter(p) {}
   const mwn_plugin& plugin;
   NcclPoller poller;
   NcclAborter aborter;
@@ -52,6 +52,7 @@ class NcclWorld : public WorldBackend, private NcclOpOwner {
   bool cancel(Request& r) noexcept override;
   void abort() noexcept override;
   void stop() noexcept override;
+  std::shared_ptr<ProgressDriver> driver() override { return {threads_, &threads_->poller}; }
 
  private:
   NcclWorld(std::shared_ptr<NcclThreads> threads, std::unique_ptr<UcxWorld> control, mwn_comm* comm);
