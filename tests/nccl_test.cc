@@ -12,7 +12,6 @@
 // runs in a forked worker.
 #include <gtest/gtest.h>
 #include <multiworld/multiworld.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
@@ -23,7 +22,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -319,38 +317,6 @@ TEST(NcclGpu, HostAndForeignBuffersAreRefused) {
 }
 
 // Threads of this process, from /proc.
-// Threads of this process by name (/proc/self/task/*/comm).
-std::map<std::string, int> threadsByName() {
-  std::map<std::string, int> names;
-  DIR* d = opendir("/proc/self/task");
-  if (!d) return names;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
-    std::string name;
-    std::getline(comm, name);
-    ++names[name];
-  }
-  closedir(d);
-  return names;
-}
-
-// Ours are named "mw..."; NCCL and CUDA start threads of their own per
-// communicator, which are not ours to keep constant.
-int ourThreads(const std::map<std::string, int>& names) {
-  int n = 0;
-  for (const auto& [name, count] : names) {
-    if (name.rfind("mw", 0) == 0) n += count;
-  }
-  return n;
-}
-
-std::string describe(const std::map<std::string, int>& names) {
-  std::string s;
-  for (const auto& [name, count] : names) s += (s.empty() ? "" : ", ") + name + " x" + std::to_string(count);
-  return s;
-}
-
 TEST(NcclGpu, EightWorldsInOneProcessAtOnce) {
   SKIP_WITHOUT_GPU();
   mwtest::RedisServer redis;
@@ -363,14 +329,14 @@ TEST(NcclGpu, EightWorldsInOneProcessAtOnce) {
     for (int i = 0; i < kWorlds; ++i) {
       MWT_CHECK(mw_world_create(ctx, ("eight-" + std::to_string(i)).c_str(), 0, 1, MW_BACKEND_NCCL, 0, kCreateMs,
                                 &worlds[i]));
-      if (i == 0) with_one = threadsByName();
+      if (i == 0) with_one = mwtest::threadsByName();
     }
-    const std::map<std::string, int> with_eight = threadsByName();
+    const std::map<std::string, int> with_eight = mwtest::threadsByName();
     std::fprintf(stderr, "threads with 1 NCCL world: %s\nthreads with %d NCCL worlds: %s\nours: %d with 1, %d with %d\n",
-                 describe(with_one).c_str(), kWorlds, describe(with_eight).c_str(), ourThreads(with_one),
-                 ourThreads(with_eight), kWorlds);
-    MWT_REQUIRE(ourThreads(with_one) > 0);
-    MWT_REQUIRE(ourThreads(with_eight) == ourThreads(with_one));
+                 mwtest::describeThreads(with_one).c_str(), kWorlds, mwtest::describeThreads(with_eight).c_str(),
+                 mwtest::ourThreads(with_one), mwtest::ourThreads(with_eight), kWorlds);
+    MWT_REQUIRE(mwtest::ourThreads(with_one) > 0);
+    MWT_REQUIRE(mwtest::ourThreads(with_eight) == mwtest::ourThreads(with_one));
     std::atomic<int> failures{0};
     std::vector<std::thread> threads;
     for (int i = 0; i < kWorlds; ++i) {

@@ -107,4 +107,33 @@ static long statusField(const char* name) {
 int threadCount() { return static_cast<int>(statusField("Threads")); }
 long rssKiB() { return statusField("VmRSS"); }
 
+std::map<std::string, int> threadsByName() {
+  std::map<std::string, int> names;
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return names;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    ++names[name];
+  }
+  closedir(d);
+  return names;
+}
+
+int ourThreads(const std::map<std::string, int>& names) {
+  int n = 0;
+  for (const auto& [name, count] : names) {
+    if (name.rfind("mw", 0) == 0) n += count;
+  }
+  return n;
+}
+
+std::string describeThreads(const std::map<std::string, int>& names) {
+  std::string s;
+  for (const auto& [name, count] : names) s += (s.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+  return s;
+}
+
 }  // namespace mwtest

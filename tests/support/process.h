@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -56,6 +58,12 @@ int openFds();
 // sample. A leak of one per cycle still shows as hundreds.
 constexpr int kLateClosedFds = 4;
 int threadCount();
+// This process's threads by name (/proc/self/task/*/comm).
+std::map<std::string, int> threadsByName();
+// Ours are named "mw..."; NCCL, CUDA and UCX start threads of their own.
+int ourThreads(const std::map<std::string, int>& names);
+// "name xN, ..." for a report.
+std::string describeThreads(const std::map<std::string, int>& names);
 long rssKiB();
 
 // How much RSS may grow over a leak-check loop: `plain` normally; more
