@@ -2,10 +2,12 @@
 // why, world creation fails with MW_ERR_UNSUPPORTED naming the reason, and a
 // missing plugin is reported as such. With a GPU (tests skip, saying why,
 // when there is none): size-1 worlds with self send/recv and every
-// collective, host buffers refused, eight worlds used at once, destroy while
-// operations are queued on the GPU (the ncclCommAbort path), two ranks
-// (sharing one GPU where there is only one), and a killed peer breaking only
-// the world it shared. Every op and dtype on 2 and 3 ranks: nccl_ops_test.
+// collective, host buffers refused, eight worlds used at once with our
+// threads as with one, destroy while operations are queued on the GPU, two
+// ranks (sharing one GPU where there is only one), and a killed peer
+// breaking only the world it shared, which then forms again with a new
+// process. Every op and dtype on 2 and 3 ranks: nccl_ops_test. The core's
+// side without a GPU: nccl_double_test.
 //
 // CUDA must not be initialised in a process that later forks workers that
 // use it, so the parent never touches CUDA or the NCCL backend: every check
@@ -162,6 +164,11 @@ using DeviceFloats = mwtest::DeviceArray<float>;
 std::vector<float> pattern(size_t n, float base) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = base + static_cast<float>(i % 1000);
+  return v;
+}
+
+std::vector<float> twice(std::vector<float> v) {
+  for (float& x : v) x *= 2;
   return v;
 }
 
@@ -370,7 +377,7 @@ TEST(NcclGpu, EightWorldsInOneProcessAtOnce) {
   EXPECT_EQ(mwtest::waitExit(pid, 300s), 0);
 }
 
-TEST(NcclGpu, DestroyWhileOperationsAreQueuedAborts) {
+TEST(NcclGpu, DestroyWhileOperationsAreQueuedIsBounded) {
   SKIP_WITHOUT_GPU();
   mwtest::RedisServer redis;
   pid_t pid = mwtest::spawn([&] {
@@ -506,6 +513,11 @@ TEST(NcclGpu, KilledPeerBreaksOnlyTheSharedWorld) {
       const auto d0 = Clock::now();
       MWT_CHECK(mw_world_destroy(shared));
       MWT_REQUIRE(Clock::now() - d0 < 10s);
+      // The name forms again, with a new process as rank 1.
+      MWT_CHECK(mw_world_create(ctx, "shared", 0, 2, MW_BACKEND_NCCL, device, kCreateMs, &shared));
+      if (run(mw_allreduce_async(shared, a.get(), b.get(), n, MW_FLOAT32, MW_SUM, &r), &r)) return 1;
+      MWT_REQUIRE(b.take() == twice(pattern(n, 1)));
+      MWT_CHECK(mw_world_destroy(shared));
       MWT_CHECK(mw_world_destroy(own));
       mw_context_free(ctx);
       return 0;
@@ -516,7 +528,27 @@ TEST(NcclGpu, KilledPeerBreaksOnlyTheSharedWorld) {
   ASSERT_EQ(stage->ready.load(), 2);
   std::this_thread::sleep_for(100ms);  // rank 0 sits in mw_wait
   ASSERT_EQ(kill(workers.pids()[1], SIGKILL), 0);
+  const pid_t replacement = workers.add([&] {
+    mwtest::ncclPlaceRank(1, 2);
+    const int device = deviceForRank(1);
+    CUDA_CHECK(cudaSetDevice(device));
+    mw_context_t* ctx = mwtest::newContext(redis.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* shared = nullptr;
+    MWT_CHECK(mw_world_create(ctx, "shared", 1, 2, MW_BACKEND_NCCL, device, kCreateMs, &shared));
+    const size_t n = 1 << 16;
+    DeviceFloats a(n), b(n);
+    MWT_REQUIRE(a.ok() && b.ok());
+    MWT_REQUIRE(a.put(pattern(n, 1)));
+    mw_request_t* r = nullptr;
+    if (run(mw_allreduce_async(shared, a.get(), b.get(), n, MW_FLOAT32, MW_SUM, &r), &r)) return 1;
+    MWT_REQUIRE(b.take() == twice(pattern(n, 1)));
+    MWT_CHECK(mw_world_destroy(shared));
+    mw_context_free(ctx);
+    return 0;
+  });
   EXPECT_EQ(mwtest::waitExit(workers.pids()[0], 120s), 0);
+  EXPECT_EQ(mwtest::waitExit(replacement, 120s), 0);
 }
 
 #endif  // MW_TEST_HAVE_CUDA
