@@ -72,20 +72,24 @@ void NcclPoller::post(Command c) {
 
 void NcclPoller::watch(NcclOpOwner* owner, std::shared_ptr<Request> request, mwn_op* op,
                        std::chrono::milliseconds op_timeout) {
-  post(Command{Command::Kind::Watch, owner, Watched{std::move(request), op, Clock::now(), op_timeout}, nullptr, {}});
+  Command c{Command::Kind::Watch, owner};
+  c.watched = Watched{std::move(request), op, Clock::now(), op_timeout};
+  post(std::move(c));
 }
 
-void NcclPoller::abort(NcclOpOwner* owner) { post(Command{Command::Kind::Abort, owner, Watched{}, nullptr, {}}); }
+void NcclPoller::abort(NcclOpOwner* owner) { post(Command{Command::Kind::Abort, owner}); }
 
 void NcclPoller::drain(NcclOpOwner* owner, std::chrono::milliseconds grace, std::string why) {
-  Watched w;
-  w.op_timeout = grace;
-  post(Command{Command::Kind::Drain, owner, std::move(w), nullptr, std::move(why)});
+  Command c{Command::Kind::Drain, owner};
+  c.grace = grace;
+  c.why = std::move(why);
+  post(std::move(c));
 }
 
 void NcclPoller::forget(NcclOpOwner* owner) {
   std::promise<void> forgotten;
-  Command c{Command::Kind::Forget, owner, Watched{}, &forgotten, {}};
+  Command c{Command::Kind::Forget, owner};
+  c.forgotten = &forgotten;
   if (std::this_thread::get_id() == thread_.get_id()) {
     // Called back from here (a request dropped here held the last
     // reference to its world): what is queued goes first, then the owner.
@@ -138,7 +142,7 @@ void NcclPoller::apply(Command& c) {
     }
     case Command::Kind::Drain: {
       Owned& o = owned_[c.owner];
-      o.grace = c.watched.op_timeout;
+      o.grace = c.grace;
       o.drain_until = Clock::now() + o.grace;
       o.drain_why = std::move(c.why);
       break;

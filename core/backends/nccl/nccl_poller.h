@@ -92,11 +92,14 @@ class NcclPoller : public ProgressDriver {
     std::chrono::milliseconds op_timeout{0};
   };
   struct Command {
-    enum class Kind { Watch, Abort, Drain, Forget } kind;
+    enum class Kind { Watch, Abort, Drain, Forget };
+    Command(Kind k, NcclOpOwner* o) : kind(k), owner(o) {}
+    Kind kind;
     NcclOpOwner* owner;
-    Watched watched;                // Watch; Drain: its op_timeout is the grace
-    std::promise<void>* forgotten;  // Forget
-    std::string why;                // Drain
+    Watched watched;                         // Watch
+    std::promise<void>* forgotten = nullptr;  // Forget
+    std::chrono::milliseconds grace{0};       // Drain
+    std::string why;                          // Drain
   };
   struct Owned {  // the poller thread's own record of one owner
     std::deque<Watched> ops;  // in issue order: one stream finishes them in order
