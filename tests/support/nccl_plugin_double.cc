@@ -45,19 +45,6 @@ struct mwn_op {
 
 namespace {
 
-size_t elementBytes(int dtype) {
-  switch (dtype) {
-    case MWN_INT8:
-    case MWN_UINT8: return 1;
-    case MWN_FLOAT16:
-    case MWN_BFLOAT16: return 2;
-    case MWN_INT32:
-    case MWN_UINT32:
-    case MWN_FLOAT32: return 4;
-    default: return 8;
-  }
-}
-
 void note(const mwn_comm& c, const char* step) {
   const char* path = std::getenv("MW_NCCL_DOUBLE_LOG");
   if (!path || !*path) return;
@@ -102,7 +89,7 @@ int opStart(mwn_comm* c, const mwn_op_desc* d, mwn_op** out, char* err, size_t l
   if (c->aborted) return fail(err, len, MWN_ERR_TRANSPORT, "the double's communicator was aborted");
   auto op = std::make_shared<DoubleOp>();
   op->desc = *d;
-  const size_t bytes = d->count * elementBytes(d->dtype);
+  const size_t bytes = d->count * mwn_element_size(d->dtype);
   if (d->kind == MWN_RECV && d->peer != c->rank) {
     op->waits_on_peer = true;
     c->waiting.push_back(op);
@@ -116,8 +103,8 @@ int opStart(mwn_comm* c, const mwn_op_desc* d, mwn_op** out, char* err, size_t l
       partners.pop_front();
       const mwn_op_desc& s = send ? op->desc : other->desc;
       const mwn_op_desc& r = send ? other->desc : op->desc;
-      if (s.count * elementBytes(s.dtype) == r.count * elementBytes(r.dtype)) {
-        std::memcpy(r.recvbuf, s.sendbuf, s.count * elementBytes(s.dtype));
+      if (s.count * mwn_element_size(s.dtype) == r.count * mwn_element_size(r.dtype)) {
+        std::memcpy(r.recvbuf, s.sendbuf, s.count * mwn_element_size(s.dtype));
       }
       op->done = other->done = true;
     }

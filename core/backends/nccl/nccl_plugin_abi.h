@@ -45,6 +45,20 @@ enum {
 };
 enum { MWN_SUM, MWN_PROD, MWN_MIN, MWN_MAX, MWN_AVG };
 
+/* Bytes of one element of `dtype`. */
+static inline size_t mwn_element_size(int dtype) {
+  switch (dtype) {
+    case MWN_INT8:
+    case MWN_UINT8: return 1;
+    case MWN_FLOAT16:
+    case MWN_BFLOAT16: return 2;
+    case MWN_INT32:
+    case MWN_UINT32:
+    case MWN_FLOAT32: return 4;
+    default: return 8;
+  }
+}
+
 /* One operation with the C API's meaning of each field (already validated
  * by the core: kinds, types, peers and NULL buffers). peer: dst, src or root. */
 typedef struct {

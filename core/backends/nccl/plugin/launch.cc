@@ -4,20 +4,7 @@
 
 namespace mwnccl {
 
-size_t elementSize(int dtype) {
-  switch (dtype) {
-    case MWN_INT8:
-    case MWN_UINT8: return 1;
-    case MWN_FLOAT16:
-    case MWN_BFLOAT16: return 2;
-    case MWN_INT32:
-    case MWN_UINT32:
-    case MWN_FLOAT32: return 4;
-    default: return 8;
-  }
-}
-
-size_t bytesOf(const mwn_op_desc& d) { return d.count * elementSize(d.dtype); }
+size_t bytesOf(const mwn_op_desc& d) { return d.count * mwn_element_size(d.dtype); }
 
 namespace {
 

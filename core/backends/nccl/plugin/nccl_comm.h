@@ -102,7 +102,6 @@ void abortComm(Comm& c);
 // ncclUnhandledCudaError with `why` set.
 ncclResult_t launch(Comm& c, OpState& op, std::string& why);
 
-size_t elementSize(int dtype);
 size_t bytesOf(const mwn_op_desc& d);  // count elements of d.dtype
 
 std::string cudaWhy(const char* call, cudaError_t e);
