@@ -201,31 +201,40 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
 std::shared_ptr<World> Context::formWorld(const std::string& name, int rank, int size, Backend backend, int device,
                                           Deadline deadline) {
   std::shared_ptr<UcxContext> ucx_context = backend == Backend::Gloo ? nullptr : ucx();
-  std::shared_ptr<NcclThreads> nccl_threads = backend == Backend::Nccl ? ncclThreads() : nullptr;
-  Formation f = rendezvous_.join(name, rank, size, deadline);
-  std::unique_ptr<WorldBackend> runner;
-  try {
-    if (backend == Backend::Ucx) {
-      runner = UcxWorld::connect(ucx_context, pool_, keys_.worldEpoch(name, f.epoch, "u:"), rank, size, deadline);
-    } else if (backend == Backend::Nccl) {
-      // The UCX world carries no data: it is the members' liveness link.
-      std::unique_ptr<UcxWorld> control =
-          UcxWorld::connect(ucx_context, pool_, keys_.worldEpoch(name, f.epoch, "u:"), rank, size, deadline);
-      runner = NcclWorld::connect(std::move(nccl_threads), std::move(control), pool_,
-                                  keys_.worldEpoch(name, f.epoch, "n:"), rank, size, device, deadline);
-    } else {
-      runner = std::make_unique<LaneBackend>(GlooCommunicator::connect(
-          gloo_device_, pool_, keys_.worldEpoch(name, f.epoch, "g:"), rank, size, deadline));
+  for (;;) {
+    Formation f = rendezvous_.join(name, rank, size, deadline);
+    Incarnation inc(keys_, name, f.epoch, size);
+    try {
+      std::unique_ptr<WorldBackend> runner = connectBackend(inc, ucx_context, rank, backend, device, deadline);
+      rendezvous_.commit(inc, rank, deadline);
+      WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
+      return std::make_shared<World>(std::move(id), std::move(runner), *this, cfg_.op_timeout);
+    } catch (const MovedOn& e) {
+      // A member that lost its place in this incarnation (as in a
+      // failover) started the next one, where it waits for us: we follow,
+      // within the same deadline.
+      watchdog_->giveUp(name, f.epoch, rank, size, e.what());
+      if (remaining(deadline).count() == 0) throw;
+      MW_LOG(LogLevel::Warn, "%s; joining the newer one", e.what());
+    } catch (const std::exception& e) {
+      // Whoever waits for this member, or already holds the world, hears it
+      // gave up, as soon as Redis can take it.
+      watchdog_->giveUp(name, f.epoch, rank, size, e.what());
+      throw;
     }
-    rendezvous_.commit(name, f.epoch, rank, size, deadline);
-  } catch (const std::exception& e) {
-    // Whoever waits for this member, or already holds the world, hears it
-    // gave up, as soon as Redis can take it.
-    watchdog_->giveUp(name, f.epoch, rank, e.what());
-    throw;
   }
-  WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
-  return std::make_shared<World>(std::move(id), std::move(runner), *this, cfg_.op_timeout);
+}
+
+std::unique_ptr<WorldBackend> Context::connectBackend(const Incarnation& inc,
+                                                      const std::shared_ptr<UcxContext>& ucx_context, int rank,
+                                                      Backend backend, int device, Deadline deadline) {
+  if (backend == Backend::Ucx) return UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), deadline);
+  if (backend == Backend::Nccl) {
+    // The UCX world carries no data: it is the members' liveness link.
+    std::unique_ptr<UcxWorld> control = UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), deadline);
+    return NcclWorld::connect(ncclThreads(), std::move(control), pool_, inc, rank, device, deadline);
+  }
+  return std::make_unique<LaneBackend>(GlooCommunicator::connect(gloo_device_, pool_, inc, rank, inc.size(), deadline));
 }
 
 void Context::destroyWorld(World* w) {

@@ -61,9 +61,12 @@ class Context : public WorldOwner {
                    bool announce) override;
 
  private:
-  // The rendezvous, the backend's connections and the commit.
+  // The rendezvous, the backend's connections and the commit; again for a
+  // newer incarnation that replaced the one joined, until the deadline.
   std::shared_ptr<World> formWorld(const std::string& name, int rank, int size, Backend backend, int device,
                                    Deadline deadline);
+  std::unique_ptr<WorldBackend> connectBackend(const Incarnation& inc, const std::shared_ptr<UcxContext>& ucx_context,
+                                               int rank, Backend backend, int device, Deadline deadline);
 
   const Config cfg_;
   const Keys keys_;

@@ -1,5 +1,6 @@
 #include "core/liveness/break_notices.h"
 
+#include "core/store/incarnation_scripts.h"
 #include "core/store/redis_values.h"
 
 namespace mw {
@@ -60,10 +61,9 @@ void NoticeQueue::deliver(RedisConnection& conn, const Keys& keys, std::chrono::
       conn.append({"PUBLISH", keys.eventsChannel(), formatBreakNotice(notice)});
       replies += 2;
       if (n.gave_up) {
-        const std::string formed = keys.worldEpoch(n.world, n.epoch, "formed");
-        conn.append({"RPUSH", formed, "err:" + n.detail});
-        conn.append({"PEXPIRE", formed, ttl});
-        replies += 2;
+        conn.append({"EVAL", scripts::abortFormation(), "1", keys.worldMeta(n.world), keys.worldEpochBase(n.world),
+                     std::to_string(n.epoch), n.detail, ttl, std::to_string(n.size)});
+        ++replies;
       }
     }
     for (size_t i = 0; i < replies; ++i) conn.readReply();

@@ -27,8 +27,10 @@ struct Notice {
   std::string detail;
   bool left = false;  // the member left a healthy incarnation: meta state only
   // The member gave up on an incarnation it joined before it formed: the
-  // break also releases the members waiting for it to form.
+  // break also wakes the members still forming it (at most `size` waits,
+  // core/store/incarnation.h), after it is marked broken.
   bool gave_up = false;
+  int size = 0;
 };
 
 class NoticeQueue {

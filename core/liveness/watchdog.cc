@@ -99,9 +99,10 @@ void Watchdog::announce(const World& w, int peer_rank, const std::string& detail
   wakeUp();
 }
 
-void Watchdog::giveUp(const std::string& world, uint64_t epoch, int rank, const std::string& why) {
+void Watchdog::giveUp(const std::string& world, uint64_t epoch, int rank, int size, const std::string& why) {
   Notice n{world, epoch, rank, rank, "rank " + std::to_string(rank) + " gave up joining: " + why};
   n.gave_up = true;
+  n.size = size;
   notices_.push(std::move(n));
   wakeUp();
 }

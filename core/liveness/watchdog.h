@@ -60,7 +60,8 @@ class Watchdog {
   // a break notice, delivered whenever Redis can take it, fails the
   // formation for the others, or breaks the world of any member that
   // already returned it.
-  void giveUp(const std::string& world, uint64_t epoch, int rank, const std::string& why);
+  // Members still waiting in its formation (at most `size`) are woken.
+  void giveUp(const std::string& world, uint64_t epoch, int rank, int size, const std::string& why);
   bool storeUp() const { return link_.up(); }
   // What `multiworld status` shows of this member's data paths, asked for
   // each round and written next to the heartbeat when it changed (and

@@ -3,6 +3,7 @@
 #include "core/capped_text.h"
 #include "core/error.h"
 #include "core/store/redis_signal.h"
+#include "core/store/redis_values.h"
 
 namespace mw {
 
@@ -44,9 +45,14 @@ std::vector<char> KvStore::get(const std::string& key) {
     if (signalled) {
       throw Error(Status::Store, "Redis key " + full + ":sig is signalled but " + full + " holds no value");
     }
-    if (!awaitSignal(*conn, full + ":sig", remaining(deadline_), pool_.timeout())) {
-      throw Error(Status::Timeout, "timed out waiting for a peer's transport address (" + key + ")");
-    }
+    const std::string signal = tag_ + key + ":sig";
+    incarnation_.watch(*conn, signal, deadline_);
+    auto token = awaitSignal(*conn, full + ":sig", remaining(deadline_), pool_.timeout());
+    if (!token) throw Error(Status::Timeout, "timed out waiting for a peer's transport address (" + key + ")");
+    // An "err:" token is the incarnation's end (Incarnation::ended says
+    // which); any other is set()'s.
+    auto abort = parseGoToken(*token);
+    if (abort && !abort->ok) incarnation_.ended(*conn, abort->why);
   }
 }
 

@@ -103,33 +103,31 @@ Formation Rendezvous::join(const std::string& world, int rank, int size, Deadlin
   return f;
 }
 
-void Rendezvous::commit(const std::string& world, uint64_t epoch, int rank, int size, Deadline deadline) {
-  const std::string where = "world '" + world + "' epoch " + std::to_string(epoch);
+void Rendezvous::commit(const Incarnation& inc, int rank, Deadline deadline) {
+  const std::string where = inc.where();
   auto ttl = remaining(deadline) + std::chrono::seconds(30);
   auto conn = pool_.lease();
-  auto reply = conn->command({"EVAL", scripts::commit(), "1", keys_.worldMeta(world), std::to_string(epoch),
-                              std::to_string(rank), std::to_string(size), member_, keys_.worldEpochBase(world),
-                              std::to_string(ttl.count())});
+  auto reply = conn->command({"EVAL", scripts::commit(), "1", keys_.worldMeta(inc.world()),
+                              std::to_string(inc.epoch()), std::to_string(rank), std::to_string(inc.size()), member_,
+                              keys_.worldEpochBase(inc.world()), std::to_string(ttl.count())});
   if (replyIsError(reply.get())) throw Error(Status::Store, where + ": " + cappedText(replyString(reply.get())));
   std::vector<std::string> v;
   if (reply && reply->type == REDIS_REPLY_ARRAY) v = elementsOf(reply.get());
-  if (v.size() == 3 && v[0] == "gone" && v[1] == std::to_string(epoch) && v[2] == "broken") {
-    throw Error(Status::WorldBroken, where + " broke before it formed: a member gave up");
-  }
-  if (v.size() == 3 && v[0] == "gone") {
+  if (v.size() == 3 && v[0] == "gone" && v[1] == std::to_string(inc.epoch()) && v[2] != "broken") {
     throw Error(Status::Store, where + " is no longer the world's current, ready incarnation in Redis (now epoch " +
-                                   cappedText(v[1]) + ", " + cappedText(v[2]) +
-                                   "): it was lost with a Redis master, or a member gave up");
+                                   cappedText(v[1]) + ", " + cappedText(v[2]) + ")");
   }
+  // A newer epoch, a member that gave up, or a lost master: Redis says which.
+  if (v.size() == 3 && v[0] == "gone") inc.ended(*conn, "a member gave up");
   if (!v.empty() && v[0] == "corrupt") {
     if (auto corrupt = parseJoinReply(v)) throw Error(Status::Store, where + ": " + describeCorrupt(*corrupt));
   }
   if (v.size() != 1 || v[0] != "ok") throw Error(Status::Store, where + ": malformed reply from Redis to the commit");
 
-  const std::string formed = keys_.worldEpoch(world, epoch, "formed");
+  const std::string formed = inc.key("formed");
   auto token = awaitSignal(*conn, formed, remaining(deadline), pool_.timeout());
   if (!token) {
-    throw Error(Status::Timeout, where + ": not every rank of " + std::to_string(size) +
+    throw Error(Status::Timeout, where + ": not every rank of " + std::to_string(inc.size()) +
                                      " finished joining before the timeout");
   }
   auto go = parseGoToken(*token);
@@ -137,7 +135,7 @@ void Rendezvous::commit(const std::string& world, uint64_t epoch, int rank, int 
     throw Error(Status::Store, where + ": Redis key " + formed + " holds '" + cappedText(*token) +
                                    "', not a rendezvous token");
   }
-  if (!go->ok) throw Error(Status::WorldBroken, where + ": " + go->why);
+  if (!go->ok) inc.ended(*conn, go->why);
 }
 
 void Rendezvous::leave(const std::string& world, uint64_t epoch, int rank) noexcept {

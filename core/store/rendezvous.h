@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/deadline.h"
+#include "core/store/incarnation.h"
 #include "core/store/keys.h"
 #include "core/store/redis_pool.h"
 
@@ -33,8 +34,9 @@ class Rendezvous {
   // member has committed, so no member returns a world that another gave
   // up on. Throws Error: Store (the incarnation is gone from Redis, as
   // after a failover that lost it), WorldBroken (a member gave up before
-  // it formed: its reason), Timeout.
-  void commit(const std::string& world, uint64_t epoch, int rank, int size, Deadline deadline);
+  // it formed: its reason), Timeout; MovedOn (core/store/incarnation.h)
+  // when a newer epoch of the world started meanwhile.
+  void commit(const Incarnation& inc, int rank, Deadline deadline);
 
   // Withdraws a claim after a failed join; best effort.
   void leave(const std::string& world, uint64_t epoch, int rank) noexcept;

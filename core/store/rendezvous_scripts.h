@@ -10,49 +10,9 @@
 
 #include <string>
 
-namespace mw::scripts {
+#include "core/store/script_helpers.h"
 
-// Helpers every script below starts with.
-inline const char* helpers() {
-  return R"lua(
-local function number(n) return string.format('%d', n) end
-local function count(v, max)
-  if type(v) ~= 'string' or not string.match(v, '^%d+$') then return nil end
-  local n = tonumber(v)
-  if n > max then return nil end
-  return n
-end
-local function wrongType(key, kind)
-  local t = redis.call('TYPE', key)['ok']
-  if t == 'none' or t == kind then return nil end
-  return {'corrupt', key, '', 'a ' .. t .. ' instead of a ' .. kind}
-end
--- The 'corrupt' reply for the first of `fields` of hash `key` longer than
--- a number may be, or nil.
-local function overlong(key, fields)
-  for _, f in ipairs(fields) do
-    local len = redis.call('HSTRLEN', key, f)
-    if len > 15 then return {'corrupt', key, f, '(' .. len .. ' bytes)'} end
-  end
-  return nil
-end
--- Valid rank fields present in hash `key`, read in bounded batches.
-local function present(key, size)
-  local n, first = 0, 0
-  while first < size do
-    local last = math.min(first + 1000, size) - 1
-    local ranks = {}
-    for r = first, last do ranks[#ranks + 1] = number(r) end
-    local got = redis.call('HMGET', key, unpack(ranks))
-    for i = 1, #got do
-      if got[i] then n = n + 1 end
-    end
-    first = last + 1
-  end
-  return n
-end
-)lua";
-}
+namespace mw::scripts {
 
 // Atomic claim of a rank. A forming epoch is joined; any other state
 // (none, ready, broken, failed, left) starts the next epoch, unless a live
@@ -60,7 +20,8 @@ end
 // owner has no heartbeat any more is taken over, so a crashed creator cannot
 // block a rank until its keys expire.
 // A member's own claim, found again (a retry after a failover), is
-// claimed anew.
+// claimed anew. Starting the next epoch after a ready one wakes the members
+// still forming that one (abortWaits).
 // 'joined' counts the valid rank fields of the member list: a new field adds
 // one, and an overwritten one (a takeover) or a count that says complete is
 // checked against the list itself, so stray fields never count.
@@ -102,6 +63,12 @@ if cur[3] ~= 'forming' then
     if holder and holder ~= member then return {'taken', holder, number(epoch)} end
   end
   if epoch >= 999999999999999 then return {'corrupt', meta, 'epoch', cur[1]} end
+  -- Members still forming the incarnation this one replaces (a member that
+  -- lost its place in it, as in a failover, is starting anew) hear at once
+  -- that it can no longer form, and may join this one.
+  if cur[3] == 'ready' and epoch > 0 then
+    abortWaits(base, number(epoch), 'err:epoch ' .. number(epoch + 1) .. ' of the world started', ttl, size + 8)
+  end
   epoch = epoch + 1
   -- Leftovers of an older incarnation with this number are not ours.
   redis.call('UNLINK', base .. number(epoch) .. ':members', base .. number(epoch) .. ':go')

@@ -43,8 +43,8 @@ std::shared_ptr<gloo::transport::Device> makeGlooDevice(const std::string& bind_
 
 std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
     const std::shared_ptr<gloo::transport::Device>& device, RedisPool& pool,
-    const std::string& store_prefix, int rank, int size, Deadline deadline) {
-  KvStore store(pool, store_prefix, size, deadline);
+    const Incarnation& inc, int rank, int size, Deadline deadline) {
+  KvStore store(pool, inc, "g:", deadline);
   // Gloo reads each rank's address list under the rank's number; a list
   // that is not one is bad data in Redis, caught before Gloo parses it.
   const size_t address_bytes = gloo::transport::tcp::Address().bytes().size();

@@ -10,6 +10,7 @@
 #include "core/backends/gloo/gloo_link.h"
 #include "core/backends/gloo/gloo_p2p.h"
 #include "core/communicator.h"
+#include "core/store/incarnation.h"
 #include "core/store/redis_pool.h"
 
 namespace mw {
@@ -17,10 +18,12 @@ namespace mw {
 class GlooCommunicator : public Communicator {
  public:
   // Connects this rank to every other rank of the world, exchanging
-  // addresses under `store_prefix`. Throws Error (Timeout, Store, Backend).
+  // addresses under the incarnation's "g:" keys. Throws Error (Timeout,
+  // Store, Backend, WorldBroken), or MovedOn when the incarnation ends
+  // while it waits (core/store/kv_store.h).
   static std::unique_ptr<GlooCommunicator> connect(const std::shared_ptr<gloo::transport::Device>& device,
-                                                   RedisPool& pool, const std::string& store_prefix,
-                                                   int rank, int size, Deadline deadline);
+                                                   RedisPool& pool, const Incarnation& inc, int rank, int size,
+                                                   Deadline deadline);
   ~GlooCommunicator() override;
 
   std::unique_ptr<PendingOp> post(const OpDesc& op) override;

@@ -38,9 +38,9 @@ constexpr std::chrono::milliseconds kFinalizeGrace{2000};
 constexpr std::chrono::milliseconds kDepartureGrace{1000};
 const char kIdKey[] = "nccl-id";
 
-std::vector<char> exchangeId(const mwn_plugin& plugin, RedisPool& pool, const std::string& prefix, int rank,
-                             int size, int device, Deadline deadline) {
-  KvStore store(pool, prefix, size, deadline);
+std::vector<char> exchangeId(const mwn_plugin& plugin, RedisPool& pool, const Incarnation& inc, int rank,
+                             int device, Deadline deadline) {
+  KvStore store(pool, inc, "n:", deadline);
   if (rank == 0) {
     std::vector<char> id(MW_NCCL_UNIQUE_ID_BYTES);
     char err[kErrLen] = "";
@@ -70,10 +70,11 @@ Status statusOf(int plugin_status) {
 }  // namespace
 
 std::unique_ptr<NcclWorld> NcclWorld::connect(std::shared_ptr<NcclThreads> threads, std::unique_ptr<UcxWorld> control,
-                                              RedisPool& pool, const std::string& id_prefix, int rank, int size,
-                                              int device, Deadline deadline) {
+                                              RedisPool& pool, const Incarnation& inc, int rank, int device,
+                                              Deadline deadline) {
   const mwn_plugin& plugin = threads->plugin;
-  std::vector<char> id = exchangeId(plugin, pool, id_prefix, rank, size, device, deadline);
+  const int size = inc.size();
+  std::vector<char> id = exchangeId(plugin, pool, inc, rank, device, deadline);
   char err[kErrLen] = "";
   mwn_comm* comm = nullptr;
   int st = plugin.comm_start(reinterpret_cast<const unsigned char*>(id.data()), rank, size, device, &comm, err,

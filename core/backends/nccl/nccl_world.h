@@ -23,6 +23,7 @@
 
 namespace mw {
 
+class Incarnation;
 class RedisPool;
 class UcxWorld;
 
@@ -38,13 +39,15 @@ struct NcclThreads {
 
 class NcclWorld : public WorldBackend, private NcclOpOwner {
  public:
-  // Rank 0's NCCL id travels through Redis under `id_prefix`; then every
-  // rank polls its communicator until it formed. `control` is the world's
-  // connected, not yet started, UcxWorld. Throws Error (Timeout, Store,
-  // Backend, InvalidArgument).
+  // Rank 0's NCCL id travels through Redis under the incarnation's "n:"
+  // keys; then every rank polls its communicator until it formed.
+  // `control` is the world's connected, not yet started, UcxWorld. Throws
+  // Error (Timeout, Store, Backend, InvalidArgument, WorldBroken), or
+  // MovedOn when the incarnation ends while it waits
+  // (core/store/kv_store.h).
   static std::unique_ptr<NcclWorld> connect(std::shared_ptr<NcclThreads> threads, std::unique_ptr<UcxWorld> control,
-                                            RedisPool& pool, const std::string& id_prefix, int rank, int size,
-                                            int device, Deadline deadline);
+                                            RedisPool& pool, const Incarnation& inc, int rank, int device,
+                                            Deadline deadline);
   ~NcclWorld() override;
 
   void start(World& world) override;

@@ -56,7 +56,7 @@ struct UcxWorld::Control {
 };
 
 std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, RedisPool& pool,
-                                            const std::string& store_prefix, int rank, int size, Deadline deadline) {
+                                            const Incarnation& inc, int rank, int size, Deadline deadline) {
   if (size > ucxtag::kMaxRanks) {
     throw Error(Status::Unsupported, "UCX worlds have at most " + std::to_string(ucxtag::kMaxRanks) +
                                          " members; size " + std::to_string(size) + " was asked for");
@@ -85,7 +85,7 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
     w->failover_ = std::make_shared<UcxFailover>(engine, *ucx->router(), id, rank, size, ucx->pathTimeout(),
                                                  ucx->memberTimeout());
   }
-  KvStore store(pool, store_prefix, size, deadline);
+  KvStore store(pool, inc, "u:", deadline);
   const std::string mine = encodePeerInfo(self);
   store.set(std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
   std::vector<UcxPeerInfo> infos(static_cast<size_t>(size));
@@ -93,7 +93,7 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
     std::vector<char> bytes = store.get(std::to_string(r));
     if (!decodePeerInfo(std::string(bytes.begin(), bytes.end()), infos[static_cast<size_t>(r)])) {
       throw Error(Status::Store, "world rendezvous: the UCX record of rank " + std::to_string(r) + " under " +
-                                     store_prefix + " is malformed (" + std::to_string(bytes.size()) + " bytes)");
+                                     store.prefix() + " is malformed (" + std::to_string(bytes.size()) + " bytes)");
     }
   }
   // Every member decides alike, from the same records.

@@ -26,6 +26,7 @@
 #include "core/backends/ucx/ucx_failover.h"
 #include "core/deadline.h"
 #include "core/ordered_completions.h"
+#include "core/store/incarnation.h"
 #include "core/world_backend.h"
 
 namespace mw {
@@ -36,12 +37,13 @@ class UcxOp;
 
 class UcxWorld : public WorldBackend {
  public:
-  // Rendezvous over Redis under `store_prefix` (the world epoch's keys):
-  // publishes where this member's context listens, connects to every
-  // higher rank and waits for the lower ranks' endpoints (ucx_links.h).
-  // Throws Error (Timeout, Store, Backend, Unsupported).
+  // Rendezvous over Redis under the incarnation's "u:" keys: publishes
+  // where this member's context listens, connects to every higher rank and
+  // waits for the lower ranks' endpoints (ucx_links.h). Throws Error
+  // (Timeout, Store, Backend, Unsupported, WorldBroken), or MovedOn when
+  // the incarnation ends while it waits (core/store/kv_store.h).
   static std::unique_ptr<UcxWorld> connect(std::shared_ptr<UcxContext> ucx, RedisPool& pool,
-                                           const std::string& store_prefix, int rank, int size, Deadline deadline);
+                                           const Incarnation& inc, int rank, int size, Deadline deadline);
   ~UcxWorld() override;
 
   void start(World& world) override;
