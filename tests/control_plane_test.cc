@@ -323,3 +323,124 @@ TEST(ControlPlane, MalformedTransportAddressesFailCleanly) {
   }
   EXPECT_TRUE(workers.join(30s));
 }
+
+namespace {
+
+// Writes, as an operator (or a lost master's replica) would leave it, a
+// forming epoch 1 of `name` with `size` ranks in which `rank` is claimed by
+// a member that is not running: no heartbeat, no transport.
+void plantAbsentClaim(RedisClient& admin, const std::string& name, int size, int rank) {
+  ASSERT_EQ(admin.text({"HSET", metaKey(name), "epoch", "1", "size", std::to_string(size), "state", "forming",
+                        "created_ms", "0", "joined", "1"}),
+            "5");
+  ASSERT_EQ(admin.text({"HSET", epochKey(name, 1, "members"), std::to_string(rank), "absent-member"}), "1");
+  for (const auto& key : {metaKey(name), epochKey(name, 1, "members")}) {
+    ASSERT_EQ(admin.text({"PEXPIRE", key, "60000"}), "1");
+  }
+}
+
+// Where the host backend publishes rank `rank`'s transport address, after
+// the incarnation's prefix.
+std::string addressSuffix(int rank) {
+  return (hostBackend() == MW_BACKEND_UCX ? "u:" : "g:") + std::to_string(rank);
+}
+
+struct CreateResult {
+  std::atomic<int> status{1};  // 1 until the create returned
+  std::atomic<int64_t> epoch{0};
+  std::atomic<int64_t> took_ms{0};
+  char error[512] = {0};
+};
+
+// Creates `name` as `rank` of `size`, records how it went in `out`, and on
+// success runs one allreduce over the world before destroying it.
+int createAndRecord(const std::string& url, const std::string& name, int rank, int size, int timeout_ms,
+                    CreateResult& out) {
+  mw_context_t* ctx = newContext(url);
+  MWT_REQUIRE(ctx);
+  mw_world_t* w = nullptr;
+  const int64_t start = monotonicNs();
+  mw_status_t s = mw_world_create(ctx, name.c_str(), rank, size, hostBackend(), 0, timeout_ms, &w);
+  out.took_ms.store((monotonicNs() - start) / 1000000);
+  std::snprintf(out.error, sizeof out.error, "%s", mw_last_error());
+  std::fprintf(stderr, "rank %d %s: %s (%s)\n", rank, name.c_str(), mw_status_string(s), out.error);
+  if (s == MW_OK) {
+    out.epoch.store(static_cast<int64_t>(mw_world_epoch(w)));
+    int32_t v = rank + 1, sum = 0;
+    mw_request_t* req;
+    MWT_CHECK(mw_allreduce_async(w, &v, &sum, 1, MW_INT32, MW_SUM, &req));
+    MWT_CHECK(waitAndFree(req));
+    MWT_REQUIRE(sum == size * (size + 1) / 2);
+    MWT_CHECK(mw_world_destroy(w));
+  }
+  out.status.store(s);
+  mw_context_free(ctx);
+  return 0;
+}
+
+}  // namespace
+
+// A member waiting in the exchange of transport addresses for a peer that
+// is not coming to that incarnation (its claim was left behind, as by a
+// member whose master failed over) follows the peer to the newer epoch the
+// peer starts, within the same create, instead of timing out.
+TEST(ControlPlane, MemberInTheExchangeFollowsTheWorldToANewerEpoch) {
+  RedisServer redis;
+  RedisClient admin(redis.socketPath());
+  ASSERT_TRUE(admin.ok());
+  constexpr int kTimeoutMs = 20000;
+  plantAbsentClaim(admin, "moved", 2, 1);
+  struct Board {
+    CreateResult ranks[2];
+  };
+  Shared<Board> board;
+  Workers workers;
+  workers.add([&] { return createAndRecord(redis.url(), "moved", 0, 2, kTimeoutMs, board->ranks[0]); });
+  // Rank 0 completed epoch 1 with the absent claim, published its address
+  // and waits for rank 1's.
+  ASSERT_TRUE(eventually([&] { return admin.text({"EXISTS", epochKey("moved", 1, addressSuffix(0))}) == "1"; },
+                         10s));
+  EXPECT_TRUE(eventually([&] {
+    return admin.text({"SISMEMBER", epochKey("moved", 1, "waits"), addressSuffix(1) + ":sig"}) == "1";
+  }, 5s)) << "rank 0 does not wait for rank 1's address under epoch 1";
+  const int64_t rank1_start = monotonicNs();
+  workers.add([&] { return createAndRecord(redis.url(), "moved", 1, 2, kTimeoutMs, board->ranks[1]); });
+  EXPECT_TRUE(workers.join(60s));
+  for (int r = 0; r < 2; ++r) {
+    const CreateResult& res = board->ranks[r];
+    EXPECT_EQ(res.status.load(), MW_OK) << "rank " << r << ": " << res.error;
+    EXPECT_EQ(res.epoch.load(), 2) << "rank " << r;
+  }
+  // Rank 0 was released by rank 1's join, not by its own timeout.
+  const int64_t since_rank1_ms = (monotonicNs() - rank1_start) / 1000000;
+  EXPECT_LT(since_rank1_ms, kTimeoutMs / 2);
+  EXPECT_LT(board->ranks[0].took_ms.load(), kTimeoutMs);
+}
+
+// A member that gives up while the others wait in the exchange of
+// transport addresses fails their creates at once, naming why, instead of
+// leaving them to wait out their timeouts.
+TEST(ControlPlane, MemberGivingUpInTheExchangeFailsTheOthersAtOnce) {
+  RedisServer redis;
+  RedisClient admin(redis.socketPath());
+  ASSERT_TRUE(admin.ok());
+  constexpr int kPatientMs = 30000, kImpatientMs = 1500;
+  // Rank 2 never comes: ranks 0 and 1 form epoch 1 with its claim and wait
+  // for its address; rank 1 gives up first.
+  plantAbsentClaim(admin, "quit", 3, 2);
+  struct Board {
+    CreateResult ranks[2];
+  };
+  Shared<Board> board;
+  Workers workers;
+  workers.add([&] { return createAndRecord(redis.url(), "quit", 0, 3, kPatientMs, board->ranks[0]); });
+  workers.add([&] { return createAndRecord(redis.url(), "quit", 1, 3, kImpatientMs, board->ranks[1]); });
+  EXPECT_TRUE(workers.join(60s));
+  const CreateResult& patient = board->ranks[0];
+  const CreateResult& impatient = board->ranks[1];
+  EXPECT_EQ(impatient.status.load(), MW_ERR_TIMEOUT) << impatient.error;
+  EXPECT_EQ(patient.status.load(), MW_ERR_WORLD_BROKEN) << patient.error;
+  EXPECT_TRUE(contains(patient.error, "rank 1 gave up joining")) << patient.error;
+  EXPECT_LT(patient.took_ms.load(), kPatientMs / 3) << patient.error;
+  EXPECT_EQ(admin.text({"HGET", metaKey("quit"), "state"}), "broken");
+}
