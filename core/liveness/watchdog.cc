@@ -55,6 +55,9 @@ Watchdog::Watchdog(const Config& cfg, RedisConnector& connector, const Keys& key
   last_tick_ = Clock::now();
   SigpipeBlockedForNewThreads no_sigpipe;
   thread_ = std::thread([this] { run(); });
+  // Named here, not by the thread itself, so that it carries its name
+  // once the constructor returned.
+  pthread_setname_np(thread_.native_handle(), "mw-watchdog");
 }
 
 Watchdog::~Watchdog() {
@@ -150,7 +153,6 @@ void Watchdog::connect() {
 }
 
 void Watchdog::run() {
-  pthread_setname_np(pthread_self(), "mw-watchdog");
   Clock::time_point next_tick = Clock::now() + cfg_.heartbeat_interval;
   for (;;) {
     auto now = Clock::now();

@@ -40,7 +40,6 @@ struct NcclAborter::State {
   }
 
   void main() {
-    pthread_setname_np(pthread_self(), "mw:ncclabort");
     std::unique_lock<std::mutex> lock(m);
     for (;;) {
       work.wait(lock, [&] { return stopping || !queue.empty(); });
@@ -66,6 +65,9 @@ struct NcclAborter::State {
 NcclAborter::NcclAborter(const mwn_plugin& plugin) : state_(std::make_shared<State>(plugin)) {
   SigpipeBlockedForNewThreads no_sigpipe;
   thread_ = std::thread([s = state_] { s->main(); });
+  // Named here, not by the thread itself, so that it carries its name
+  // once the constructor returned.
+  pthread_setname_np(thread_.native_handle(), "mw:ncclabort");
 }
 
 NcclAborter::~NcclAborter() {

@@ -25,6 +25,9 @@ std::chrono::microseconds ncclPauseAfter(Clock::duration waited) {
 NcclPoller::NcclPoller(const mwn_plugin& plugin, std::chrono::microseconds spin) : plugin_(plugin), spin_(spin) {
   SigpipeBlockedForNewThreads no_sigpipe;
   thread_ = std::thread([this] { main(); });
+  // Named here, not by the thread itself, so that it carries its name
+  // once the constructor returned.
+  pthread_setname_np(thread_.native_handle(), kThreadName);
 }
 
 NcclPoller::~NcclPoller() {
@@ -202,7 +205,6 @@ Deadline NcclPoller::pollOnce() {
 }
 
 void NcclPoller::main() {
-  pthread_setname_np(pthread_self(), kThreadName);
   // The pauses are a few microseconds at first; Linux's default timer
   // slack (50 us) would stretch each of them past the operation itself.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);

@@ -164,6 +164,9 @@ UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devi
 
     SigpipeBlockedForNewThreads no_sigpipe;
     thread_ = std::thread([this] { run(); });
+    // Named here, not by the thread itself, so that it carries its name
+    // once the constructor returned.
+    pthread_setname_np(thread_.native_handle(), "mw-ucx");
   } catch (...) {
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
     if (wake_fd_ >= 0) ::close(wake_fd_);
@@ -294,7 +297,6 @@ std::chrono::steady_clock::time_point UcxEngine::fireTimers() {
 }
 
 void UcxEngine::run() {
-  pthread_setname_np(pthread_self(), "mw-ucx");
   epoll_event events[16];
   std::chrono::microseconds backoff = kFirstBackoff;
   for (;;) {
