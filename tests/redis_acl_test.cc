@@ -27,8 +27,8 @@ std::vector<std::string> aclFor(const std::string& ns) {
   std::vector<std::string> rule = {"ACL",           "SETUSER",       "mw-" + ns,   "on",      ">secret-" + ns,
                                    "resetkeys",     "~" + ns + ":*", "resetchannels", "&" + ns + ":*", "-@all"};
   for (const char* cmd : {"+eval", "+get", "+set", "+del", "+unlink", "+exists", "+type", "+mget", "+pexpire",
-                          "+rpush", "+brpoplpush", "+hget", "+hmget", "+hset", "+hdel", "+hstrlen", "+publish",
-                          "+subscribe"}) {
+                          "+rpush", "+brpoplpush", "+hget", "+hmget", "+hset", "+hdel", "+hstrlen", "+sadd",
+                          "+srandmember", "+publish", "+subscribe"}) {
     rule.push_back(cmd);
   }
   return rule;
