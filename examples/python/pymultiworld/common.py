@@ -14,7 +14,8 @@ import zlib
 
 import torch
 
-from multiworld.compat import BrokenWorldException, WorldManager
+from multiworld.communicator import BrokenWorldException
+from multiworld.manager import WorldManager
 
 COLLECTIVE_USAGE = """\
 Two worlds of three members, the leader in both (Redis from $MW_REDIS_URL):

@@ -23,7 +23,8 @@ import torch
 
 from common import check, filled, leave, parse_args, step_numbers, value
 
-from multiworld.compat import BrokenWorldException, WorldManager
+from multiworld.communicator import BrokenWorldException
+from multiworld.manager import WorldManager
 
 
 async def lead(comm, world, args):
