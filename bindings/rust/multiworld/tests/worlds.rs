@@ -579,8 +579,9 @@ fn drop_frees_everything_200_worlds() {
             .unwrap();
         use_world(&w);
     }
-    // Other tests of this binary run in parallel threads: measure with a
-    // tolerance for them and require no growth proportional to the worlds.
+    // ctest runs this binary's tests one at a time (--test-threads=1); the
+    // tolerance is for UCX's sockets that close a moment late, and no
+    // growth proportional to the worlds is allowed.
     let (fds0, threads0) = (open_fds(), threads());
     for i in 0..200 {
         let w = ctx
@@ -614,6 +615,12 @@ fn drop_frees_everything_200_worlds() {
             .create_world(&unique(&format!("c{}", i)), 0, 1, FORM_TIMEOUT)
             .unwrap();
         use_world(&w);
+    }
+    // UCX closes a force-closed endpoint's socket from its thread a moment
+    // after the close returns; a leak does not go away.
+    let settled = Instant::now() + Duration::from_secs(5);
+    while open_fds() > fds0 + 20 && Instant::now() < settled {
+        thread::sleep(Duration::from_millis(20));
     }
     assert!(open_fds() <= fds0 + 20, "fds {} -> {}", fds0, open_fds());
 }
