@@ -24,9 +24,9 @@ struct NcclAborter::State {
   const mwn_plugin& plugin;
   std::mutex m;
   std::condition_variable work;  // queue filled, or stopping
-  std::condition_variable done;  // an abort returned
+  std::condition_variable done;  // an abort or finalization returned
   std::deque<std::shared_ptr<Teardown>> queue;
-  bool running = false;  // an abort is in NCCL now
+  bool running = false;  // an abort or finalization is in NCCL now
   bool stopping = false;
 
   void end(Teardown& t) {

@@ -28,7 +28,7 @@ class RedisPool;
 class UcxWorld;
 
 // What every NCCL world of a context shares: the plugin, the thread that
-// finds finished operations and the thread that aborts communicators. Made
+// finds finished operations and the thread that ends communicators. Made
 // with the context's first NCCL world; lives while a world holds it.
 struct NcclThreads {
   NcclThreads(const mwn_plugin& p, std::chrono::microseconds spin) : plugin(p), poller(p, spin), aborter(p) {}
