@@ -3,12 +3,9 @@
 // departure, a waiter's bounded spin, the one thread, that nothing is
 // queried while nothing is outstanding, and finalize or abort. What NCCL
 // and CUDA do is tested on a GPU (nccl_test, nccl_ops_test).
-#include <dirent.h>
-
 #include <atomic>
 #include <chrono>
-#include <cstring>
-#include <fstream>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +19,7 @@
 #include "core/completion_queue.h"
 #include "core/readiness.h"
 #include "core/request.h"
+#include "tests/support/process.h"
 
 namespace mw {
 namespace {
@@ -105,28 +103,10 @@ class NcclPollerTest : public ::testing::Test {
   std::shared_ptr<CompletionQueue> cq_ = std::make_shared<CompletionQueue>(std::make_shared<Readiness>());
 };
 
-bool eventually(const std::function<bool()>& f, std::chrono::milliseconds within = 5000ms) {
-  const auto end = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return f();
-}
+// How long a test waits for what the poller's thread does.
+constexpr auto kWithin = 5s;
 
-int threadsNamed(const std::string& name) {
-  int n = 0;
-  DIR* d = opendir("/proc/self/task");
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
-    std::string line;
-    std::getline(comm, line);
-    if (line == name) ++n;
-  }
-  closedir(d);
-  return n;
-}
+int pollerThreads() { return mwtest::threadsByName()[NcclPoller::kThreadName]; }
 
 TEST_F(NcclPollerTest, CompletesInStreamOrderAndFreesEveryOperation) {
   NcclPoller poller(kPlugin, 20us);
@@ -138,12 +118,12 @@ TEST_F(NcclPollerTest, CompletesInStreamOrderAndFreesEveryOperation) {
   std::this_thread::sleep_for(20ms);
   EXPECT_FALSE(b.request->finished());
   a.op->state = MWN_OK;
-  ASSERT_TRUE(eventually([&] { return b.request->finished(); }));
+  ASSERT_TRUE(mwtest::eventually([&] { return b.request->finished(); }, kWithin));
   EXPECT_EQ(a.request->test(), Status::Ok);
   EXPECT_EQ(b.request->test(), Status::Ok);
   EXPECT_FALSE(c.request->finished());
   c.op->state = MWN_ERR_ARGUMENT;  // NCCL refused the sizes: the caller's fault, no break
-  ASSERT_TRUE(eventually([&] { return c.request->finished(); }));
+  ASSERT_TRUE(mwtest::eventually([&] { return c.request->finished(); }, kWithin));
   EXPECT_EQ(c.request->test(), Status::InvalidArgument);
   EXPECT_NE(c.request->detail().find("scripted failure"), std::string::npos);
   EXPECT_TRUE(a.op->freed && b.op->freed && c.op->freed);
@@ -156,24 +136,24 @@ TEST_F(NcclPollerTest, FailureBreaksTheOwnerAndAbortFailsWhatIsWatched) {
   Owner owner, other;
   Issued a = issue(poller, owner), b = issue(poller, owner), o = issue(poller, other);
   a.op->state = MWN_ERR_TRANSPORT;
-  ASSERT_TRUE(eventually([&] { return !owner.failed().empty(); }));
+  ASSERT_TRUE(mwtest::eventually([&] { return !owner.failed().empty(); }, kWithin));
   EXPECT_NE(owner.failed()[0].find("scripted failure"), std::string::npos);
   EXPECT_FALSE(a.request->finished());  // the break decides what it fails with
   poller.abort(&owner);
-  ASSERT_TRUE(eventually([&] { return a.request->finished() && b.request->finished(); }));
+  ASSERT_TRUE(mwtest::eventually([&] { return a.request->finished() && b.request->finished(); }, kWithin));
   EXPECT_EQ(a.request->test(), Status::WorldBroken);
   EXPECT_EQ(b.request->test(), Status::WorldBroken);
   EXPECT_NE(b.request->detail().find("scripted world is broken"), std::string::npos);
   // Watched after the abort: fails at once.
   Issued late = issue(poller, owner);
-  ASSERT_TRUE(eventually([&] { return late.request->finished(); }));
+  ASSERT_TRUE(mwtest::eventually([&] { return late.request->finished(); }, kWithin));
   EXPECT_EQ(late.request->test(), Status::WorldBroken);
   EXPECT_TRUE(late.op->freed);
   // The other owner's operation is untouched.
   EXPECT_FALSE(o.request->finished());
   EXPECT_TRUE(other.failed().empty());
   o.op->state = MWN_OK;
-  ASSERT_TRUE(eventually([&] { return o.request->finished(); }));
+  ASSERT_TRUE(mwtest::eventually([&] { return o.request->finished(); }, kWithin));
   EXPECT_EQ(o.request->test(), Status::Ok);
   poller.forget(&owner);
   poller.forget(&other);
@@ -184,7 +164,7 @@ TEST_F(NcclPollerTest, AnOperationPastOpTimeoutBreaksTheOwnerNamingTheLimit) {
   Owner owner;
   const auto start = std::chrono::steady_clock::now();
   Issued a = issue(poller, owner, 100ms);
-  ASSERT_TRUE(eventually([&] { return !owner.failed().empty(); }));
+  ASSERT_TRUE(mwtest::eventually([&] { return !owner.failed().empty(); }, kWithin));
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_GE(took, 100ms);
   EXPECT_LT(took, 2000ms);
@@ -202,11 +182,11 @@ TEST_F(NcclPollerTest, AfterADepartureWhatFinishesCompletesAndWhatStallsBreaks) 
   std::this_thread::sleep_for(120ms);
   const auto finished_a = std::chrono::steady_clock::now();
   a.op->state = MWN_OK;  // finishes within the grace, and restarts it
-  ASSERT_TRUE(eventually([&] { return a.request->finished(); }));
+  ASSERT_TRUE(mwtest::eventually([&] { return a.request->finished(); }, kWithin));
   EXPECT_EQ(a.request->test(), Status::Ok);
   std::this_thread::sleep_for(120ms);
   EXPECT_TRUE(owner.failed().empty()) << "the grace did not restart when an operation finished";
-  ASSERT_TRUE(eventually([&] { return !owner.failed().empty(); }));
+  ASSERT_TRUE(mwtest::eventually([&] { return !owner.failed().empty(); }, kWithin));
   EXPECT_GE(std::chrono::steady_clock::now() - finished_a, 200ms);
   EXPECT_EQ(owner.failed()[0], "scripted stall after a departure");
   EXPECT_FALSE(b.request->finished());  // the break decides what it fails with
@@ -218,7 +198,7 @@ TEST_F(NcclPollerTest, ForgetFailsWhatIsLeftAndNothingIsQueriedWhileIdle) {
   NcclPoller poller(kPlugin, 20us);
   Owner owner;
   Issued a = issue(poller, owner);
-  ASSERT_TRUE(eventually([&] { return g_queries.load() > 0; }));
+  ASSERT_TRUE(mwtest::eventually([&] { return g_queries.load() > 0; }, kWithin));
   poller.forget(&owner);
   EXPECT_TRUE(a.request->finished());
   EXPECT_TRUE(a.op->freed);
@@ -228,7 +208,7 @@ TEST_F(NcclPollerTest, ForgetFailsWhatIsLeftAndNothingIsQueriedWhileIdle) {
 }
 
 TEST_F(NcclPollerTest, OneThreadForAnyNumberOfOwners) {
-  const int before = threadsNamed(NcclPoller::kThreadName);
+  const int before = pollerThreads();
   {
     NcclPoller poller(kPlugin, 20us);
     std::vector<std::unique_ptr<Owner>> owners;
@@ -237,17 +217,17 @@ TEST_F(NcclPollerTest, OneThreadForAnyNumberOfOwners) {
       owners.push_back(std::make_unique<Owner>());
       issued.push_back(issue(poller, *owners.back()));
     }
-    EXPECT_TRUE(eventually([&] { return threadsNamed(NcclPoller::kThreadName) == before + 1; }));
+    EXPECT_TRUE(mwtest::eventually([&] { return pollerThreads() == before + 1; }, kWithin));
     for (auto& i : issued) i.op->state = MWN_OK;
-    EXPECT_TRUE(eventually([&] {
+    EXPECT_TRUE(mwtest::eventually([&] {
       for (auto& i : issued) {
         if (!i.request->finished()) return false;
       }
       return true;
-    }));
+    }, kWithin));
     for (auto& o : owners) poller.forget(o.get());
   }
-  EXPECT_EQ(threadsNamed(NcclPoller::kThreadName), before);
+  EXPECT_EQ(pollerThreads(), before);
 }
 
 TEST_F(NcclPollerTest, AWaiterSpinsBoundedAndSeesACompletionWhileItSpins) {
@@ -285,7 +265,7 @@ TEST(NcclAborter, ReleaseFreesAfterTheAbortOrLeavesItToTheThread) {
   auto slow = aborter.abort(nullptr);
   EXPECT_FALSE(aborter.release(slow, 20ms));
   EXPECT_EQ(g_frees.load(), frees + 1);
-  EXPECT_TRUE(eventually([&] { return g_frees.load() == frees + 2; }));
+  EXPECT_TRUE(mwtest::eventually([&] { return g_frees.load() == frees + 2; }, kWithin));
   EXPECT_EQ(g_aborts.load(), aborts + 2);
   g_abort_ms = 0;
 }
