@@ -63,7 +63,8 @@ Config validated(const Config& cfg) {
 bool backendAvailable(Backend b) noexcept {
   if (b == Backend::Gloo) return true;
   if (b == Backend::Ucx) return ucxUsable();
-  if (b == Backend::Nccl) return ncclSupport().usable();
+  // NCCL worlds keep their members connected over UCX.
+  if (b == Backend::Nccl) return ncclSupport().usable() && ucxUsable();
   return false;
 }
 
@@ -149,12 +150,11 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
     throw Error(Status::InvalidArgument, "backend " + std::to_string(static_cast<int>(backend)) +
                                              " is not MW_BACKEND_GLOO (1), MW_BACKEND_NCCL (2) or MW_BACKEND_UCX (3)");
   }
-  if (backend == Backend::Ucx && !ucxUsable()) {
-    throw Error(Status::Unsupported, "world '" + name + "': the UCX backend cannot start here (ucp_init failed)");
-  }
-  if (backend == Backend::Nccl && !ucxUsable()) {
-    throw Error(Status::Unsupported, "world '" + name + "': NCCL worlds keep their members connected over UCX, "
-                                     "and UCX cannot start here (ucp_init failed)");
+  if (backend != Backend::Gloo && !ucxUsable()) {
+    const std::string what = backend == Backend::Ucx ? "the UCX backend cannot start here"
+                                                     : "NCCL worlds keep their members connected over UCX, and UCX "
+                                                       "cannot start here";
+    throw Error(Status::Unsupported, "world '" + name + "': " + what + " (ucp_init failed)");
   }
   // `device` is the CUDA ordinal of an NCCL world; Gloo worlds ignore it.
   if (backend == Backend::Nccl) requireNcclDevice(name, device);
