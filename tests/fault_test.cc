@@ -279,10 +279,11 @@ TEST(FaultCycles, KillDetectDestroyRecreateDoesNotLeak) {
       MWT_CHECK(mw_world_destroy(w));
       MWT_REQUIRE(write(cycled[1], &one, 1) == 1);
     }
-    int fds1 = openFds(), threads1 = threadCount();
+    int fds1 = settledFds(fds0 + kLateClosedFds), threads1 = threadCount();
     long rss1 = rssKiB();
     std::fprintf(stderr, "after %d cycles: fds %d -> %d, threads %d -> %d, rss %ld -> %ld KiB\n", kCycles - kWarmup,
                  fds0, fds1, threads0, threads1, rss0, rss1);
+    if (fds1 > fds0 + kLateClosedFds) std::fprintf(stderr, "open: %s\n", describeFds().c_str());
     MWT_REQUIRE(fds1 <= fds0 + kLateClosedFds);
     MWT_REQUIRE(threads1 == threads0);
     MWT_REQUIRE(rss1 - rss0 < rssGrowthLimitKiB(4096));

@@ -336,7 +336,7 @@ int cyclesWorker(const std::string& url, int rank) {
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
   int failures = 0;
   if (rank == 0) {
-    const int fds = mwtest::openFds(), threads = mwtest::threadCount();
+    const int fds = mwtest::settledFds(fds_warm + mwtest::kLateClosedFds), threads = mwtest::threadCount();
     const long rss = mwtest::rssKiB();
     std::fprintf(stderr,
                  "%d create/allreduce/destroy cycles in %ld ms; after cycle %d / %d: fds %d / %d, threads %d / %d, "
@@ -344,7 +344,7 @@ int cyclesWorker(const std::string& url, int rank) {
                  kCycles, took, kWarmup, kCycles, fds_warm, fds, threads_warm, threads, rss_warm, rss, rss - rss_warm,
                  kRssGrowthLimitKiB);
     if (fds > fds_warm + mwtest::kLateClosedFds) {
-      std::fprintf(stderr, "open file descriptors grew from %d to %d\n", fds_warm, fds);
+      std::fprintf(stderr, "open file descriptors grew from %d to %d: %s\n", fds_warm, fds, mwtest::describeFds().c_str());
       ++failures;
     }
     if (threads != threads_warm) {

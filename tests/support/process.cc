@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -92,6 +93,28 @@ int openFds() {
   while (readdir(d)) ++n;
   closedir(d);
   return n - 3;  // ".", ".." and the DIR's own fd
+}
+
+int settledFds(int most, std::chrono::milliseconds limit) {
+  int n = openFds();
+  eventually([&] { return (n = openFds()) <= most; }, limit);
+  return n;
+}
+
+std::string describeFds() {
+  std::string out;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return "(cannot read /proc/self/fd)";
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d)) continue;
+    char target[256];
+    ssize_t len = readlink((std::string("/proc/self/fd/") + e->d_name).c_str(), target, sizeof(target) - 1);
+    target[len < 0 ? 0 : len] = '\0';
+    if (!out.empty()) out += ", ";
+    out += std::string(e->d_name) + " -> " + target;
+  }
+  closedir(d);
+  return out;
 }
 
 static long statusField(const char* name) {

@@ -53,10 +53,15 @@ bool eventually(F cond, std::chrono::milliseconds limit) {
 // Counts of this process's resources, for leak checks.
 int openFds();
 // How many more fds than before a leak-check loop may be open after it: UCX
-// closes a force-closed TCP endpoint's socket from its progress thread a
-// moment later, so the last world's few sockets may still be open at either
-// sample. A leak of one per cycle still shows as hundreds.
+// closes a force-closed TCP endpoint's sockets from its progress thread
+// later, up to eight of them for the last world, and a few only seconds
+// later. A leak of one per cycle still shows as hundreds.
 constexpr int kLateClosedFds = 4;
+// Waits up to `limit` for the open fds to come down to `most`; returns the
+// last count, so that a check after a loop does not race those late closes.
+int settledFds(int most, std::chrono::milliseconds limit = std::chrono::seconds(3));
+// "fd -> target, ..." of every open fd, for a report.
+std::string describeFds();
 int threadCount();
 // This process's threads by name (/proc/self/task/*/comm).
 std::map<std::string, int> threadsByName();
