@@ -28,8 +28,11 @@ namespace {
 constexpr int64_t kPingLimitUs = 50000;
 
 std::string metaKey(const std::string& world) { return "mw:world:{" + world + "}"; }
+std::string epochKey(const std::string& world, const std::string& epoch, const std::string& suffix) {
+  return metaKey(world) + ":" + epoch + ":" + suffix;
+}
 std::string epochKey(const std::string& world, int epoch, const std::string& suffix) {
-  return metaKey(world) + ":" + std::to_string(epoch) + ":" + suffix;
+  return epochKey(world, std::to_string(epoch), suffix);
 }
 
 bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
@@ -78,7 +81,7 @@ TEST(ControlPlane, HugeSizeMismatchKeepsRedisResponsive) {
   EXPECT_TRUE(ranks.join(30s));
   expectRedisStayedResponsive(pinger, *ping, "a size mismatch of 3000000 vs 2");
   // One token released both, not one per member.
-  EXPECT_EQ(admin.text({"LLEN", epochKey("huge", 1, "go")}), "1");
+  EXPECT_EQ(admin.text({"LLEN", epochKey("huge", admin.text({"HGET", metaKey("huge"), "epoch"}), "go")}), "1");
   EXPECT_EQ(admin.text({"HGET", metaKey("huge"), "state"}), "failed");
 }
 

@@ -147,15 +147,16 @@ TEST(RedisAcl, NamespaceUsersRunTheirWorldsAndCannotTouchEachOther) {
   auto hb_keys = admin.cmd({"KEYS", "b:hb:*"});
   ASSERT_TRUE(hb_keys && hb_keys->elements == 2);
   const std::string b_heartbeat(hb_keys->element[0]->str, hb_keys->element[0]->len);
+  const std::string w_epoch = admin.text({"HGET", "b:world:{w}", "epoch"});
   const std::vector<std::vector<std::string>> attacks = {
       {"GET", b_heartbeat},
       {"HGETALL", "b:world:{w}"},
       {"HMGET", "b:world:{w}", "epoch", "size", "state"},
-      {"HGET", "b:world:{w}:1:members", "0"},
+      {"HGET", "b:world:{w}:" + w_epoch + ":members", "0"},
       {"DEL", b_heartbeat},
       {"HSET", "b:world:{w}", "state", "broken"},
-      {"SET", "b:world:{w}:1:broken", "-1\n0\nforged by a writer of namespace a"},
-      {"PUBLISH", "b:events", "w\n1\n-1\n0\nforged by a writer of namespace a"},
+      {"SET", "b:world:{w}:" + w_epoch + ":broken", "-1\n0\nforged by a writer of namespace a"},
+      {"PUBLISH", "b:events", "w\n" + w_epoch + "\n-1\n0\nforged by a writer of namespace a"},
       {"EVAL", "return redis.call('GET', KEYS[1])", "1", b_heartbeat},
       {"EVAL", "return redis.call('DEL', '" + b_heartbeat + "')", "1", "a:x"},
       {"SUBSCRIBE", "b:events"},
@@ -165,7 +166,7 @@ TEST(RedisAcl, NamespaceUsersRunTheirWorldsAndCannotTouchEachOther) {
     EXPECT_TRUE(refused(reply)) << attack[0] << ": " << reply;
   }
   EXPECT_EQ(admin.text({"EXISTS", b_heartbeat}), "1");
-  EXPECT_EQ(admin.text({"EXISTS", "b:world:{w}:1:broken"}), "0");
+  EXPECT_EQ(admin.text({"EXISTS", "b:world:{w}:" + w_epoch + ":broken"}), "0");
   // A context of a's user pointed at namespace b cannot even start.
   EXPECT_TRUE(runRanks(1, [&](int) {
     mw_config_t* cfg;
@@ -188,7 +189,7 @@ TEST(RedisAcl, NamespaceUsersRunTheirWorldsAndCannotTouchEachOther) {
   // are not authenticated. b's own user forges one, and every member hears it.
   RedisClient writer_b(redis.socketPath(), "mw-b", "secret-b");
   ASSERT_TRUE(writer_b.ok());
-  EXPECT_EQ(writer_b.text({"PUBLISH", "b:events", "w\n1\n-1\n0\nforged by a writer of namespace b"}), "2");
+  EXPECT_EQ(writer_b.text({"PUBLISH", "b:events", "w\n" + w_epoch + "\n-1\n0\nforged by a writer of namespace b"}), "2");
   ASSERT_TRUE(eventually([&] { return board->forged_seen.load() == 2; }, 15s));
   board->phase.store(2);
 
@@ -198,12 +199,13 @@ TEST(RedisAcl, NamespaceUsersRunTheirWorldsAndCannotTouchEachOther) {
   ASSERT_TRUE(listener_b.ok());
   auto sub = listener_b.cmd({"SUBSCRIBE", "b:events"});
   ASSERT_TRUE(sub && sub->type == REDIS_REPLY_ARRAY);
+  const std::string hb_epoch = admin.text({"HGET", "b:world:{hb}", "epoch"});
   kill(b_members[1], SIGSTOP);
   EXPECT_TRUE(eventually([&] { return board->heartbeat_break_seen.load() == 1; }, 15s));
   auto notice = listener_b.nextPushed(5s);
   ASSERT_TRUE(notice && notice->type == REDIS_REPLY_ARRAY && notice->elements == 3);
-  EXPECT_EQ(std::string(notice->element[2]->str, notice->element[2]->len).rfind("hb\n1\n1\n0\n", 0), 0u);
-  EXPECT_EQ(admin.text({"EXISTS", "b:world:{hb}:1:broken"}), "1");
+  EXPECT_EQ(std::string(notice->element[2]->str, notice->element[2]->len).rfind("hb\n" + hb_epoch + "\n1\n0\n", 0), 0u);
+  EXPECT_EQ(admin.text({"EXISTS", "b:world:{hb}:" + hb_epoch + ":broken"}), "1");
   kill(b_members[1], SIGCONT);
   board->phase.store(3);
   EXPECT_TRUE(workers.join(60s));

@@ -3,15 +3,19 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
+#include "tools/lab/redis_client.h"
+#include "tools/lab/shared.h"
 
 using namespace mwtest;
 using namespace std::chrono_literals;
@@ -48,6 +52,12 @@ void expectAllKeysExpire(const RedisServer& redis) {
   redisFree(c);
 }
 
+// The epoch of `world`'s current incarnation, as its record in Redis says.
+uint64_t epochInRedis(const RedisServer& redis, const std::string& world) {
+  mwlab::RedisClient admin(redis.socketPath());
+  return std::strtoull(admin.text({"HGET", "mw:world:{" + world + "}", "epoch"}).c_str(), nullptr, 10);
+}
+
 }  // namespace
 
 TEST(WorldLifecycle, FormsAndEveryKeyHasTtl) {
@@ -56,16 +66,80 @@ TEST(WorldLifecycle, FormsAndEveryKeyHasTtl) {
   expectAllKeysExpire(redis);
 }
 
+// The first incarnation of a name is numbered from its creator's clock in
+// milliseconds, each later one the next number.
 TEST(WorldLifecycle, EachIncarnationGetsANewEpoch) {
   RedisServer redis;
-  for (uint64_t expected = 1; expected <= 3; ++expected) {
+  const uint64_t now_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  uint64_t first = 0;
+  for (uint64_t i = 0; i < 3; ++i) {
     EXPECT_TRUE(runRanks(2, [&](int rank) {
       uint64_t epoch = 0;
       if (createAndBarrier(redis.url(), "epochs", rank, 2, &epoch) != 0) return 1;
-      MWT_REQUIRE(epoch == expected);
+      MWT_REQUIRE(i == 0 ? epoch >= now_ms - 60000 : epoch == first + i);
       return 0;
     }));
+    if (i == 0) first = epochInRedis(redis, "epochs");
   }
+}
+
+// A world's record lost while the world runs, as in a failover to a
+// replica that never had it: the world breaks (a member is killed) and its
+// break marker stays; the name formed again must get a number never used,
+// or the old marker breaks the new incarnation at its first heartbeat tick.
+TEST(WorldLifecycle, ARecordLostWhileTheWorldRunsNeverBringsBackItsEpoch) {
+  RedisServer redis;
+  mwlab::RedisClient admin(redis.socketPath());
+  ASSERT_TRUE(admin.ok());
+  struct Board {
+    std::atomic<uint64_t> first{0}, second{0};
+    std::atomic<int> marker_seen{0};
+  };
+  mwlab::Shared<Board> board;
+  auto member = [&](int rank, bool again) {
+    mw_context_t* ctx = newContext(redis.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* w = nullptr;
+    MWT_CHECK(mw_world_create(ctx, "lost", rank, 2, hostBackend(), 0, 20000, &w));
+    if (!again) {
+      board->first = mw_world_epoch(w);
+      if (rank == 1) pause();  // until killed
+      mw_event_t ev;
+      MWT_CHECK(mw_next_event(ctx, &ev, 10000));
+      MWT_REQUIRE(ev.type == MW_EVENT_WORLD_BROKEN && ev.peer_rank == 1);
+      MWT_CHECK(mw_world_destroy(w));
+      MWT_REQUIRE(eventually([&] { return board->marker_seen.load() == 1; }, 10s));
+      MWT_CHECK(mw_world_create(ctx, "lost", rank, 2, hostBackend(), 0, 20000, &w));
+    }
+    board->second = mw_world_epoch(w);
+    // Ten heartbeat intervals: every tick reads the incarnation's marker.
+    std::this_thread::sleep_for(1s);
+    mw_request_t* req;
+    MWT_CHECK(mw_barrier_async(w, &req));
+    MWT_CHECK(waitAndFree(req));
+    MWT_REQUIRE(mw_world_state(w) == MW_WORLD_READY);
+    MWT_CHECK(mw_world_destroy(w));
+    mw_context_free(ctx);
+    return 0;
+  };
+  Workers survivor;
+  survivor.add([&] { return member(0, false); });
+  const pid_t victim = spawn([&] { return member(1, false); });
+  ASSERT_TRUE(eventually([&] { return board->first.load() != 0; }, 20s));
+  const std::string first = std::to_string(board->first.load());
+  ASSERT_EQ(admin.text({"DEL", "mw:world:{lost}"}), "1");
+  kill(victim, SIGKILL);
+  waitpid(victim, nullptr, 0);
+  ASSERT_TRUE(eventually([&] { return admin.text({"EXISTS", "mw:world:{lost}:" + first + ":broken"}) == "1"; }, 10s))
+      << "the survivor wrote no break marker";
+  board->marker_seen = 1;
+  Workers replacement;
+  replacement.add([&] { return member(1, true); });
+  EXPECT_TRUE(survivor.join(60s));
+  EXPECT_TRUE(replacement.join(60s));
+  EXPECT_GT(board->second.load(), board->first.load());
 }
 
 TEST(WorldLifecycle, RankClaimedTwiceIsAlreadyExists) {

@@ -15,10 +15,11 @@
 namespace mw::scripts {
 
 // Atomic claim of a rank. A forming epoch is joined; any other state
-// (none, ready, broken, failed, left) starts the next epoch, unless a live
-// member other than the caller holds that rank of a ready one. A claim whose
-// owner has no heartbeat any more is taken over, so a crashed creator cannot
-// block a rank until its keys expire.
+// (none, ready, broken, failed, left) starts the next epoch (a name without
+// a record starts at the creator's clock, ARGV[5]), unless a live member
+// other than the caller holds that rank of a ready one. A claim whose owner
+// has no heartbeat any more is taken over, so a crashed creator cannot block
+// a rank until its keys expire.
 // A member's own claim, found again (a retry after a failover), is
 // claimed anew. Starting the next epoch after a ready one wakes the members
 // still forming that one (abortWaits).
@@ -50,6 +51,13 @@ local epoch = 0
 if cur[1] then
   epoch = count(cur[1], 999999999999999)
   if not epoch then return {'corrupt', meta, 'epoch', cur[1]} end
+else
+  -- No record: a new name, or one whose record expired or was lost in a
+  -- failover while its incarnations may still run and their break markers
+  -- still stand. Numbering from the creator's clock in milliseconds never
+  -- brings back a number in use (short of a clock behind by longer than
+  -- the world lived); counting from 1 again would.
+  epoch = count(ARGV[5], 999999999999990) or 0
 end
 local joined = 0
 if cur[3] ~= 'forming' then
