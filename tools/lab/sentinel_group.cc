@@ -62,8 +62,10 @@ SentinelGroup::SentinelGroup(Options opt) : opt_(std::move(opt)) {
 }
 
 SentinelGroup::Proc SentinelGroup::startServer(int port, int replica_of) {
+  // No delay before a diskless full sync: Redis's default waits 5 s for
+  // more replicas to share it, and this group has one.
   std::vector<std::string> argv = {"redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1",
-                                   "--save", "", "--appendonly", "no", "--dir", dir_,
+                                   "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0", "--dir", dir_,
                                    "--dbfilename", "dump-" + std::to_string(port) + ".rdb",
                                    "--logfile", dir_ + "/redis-" + std::to_string(port) + ".log"};
   if (opt_.host != "127.0.0.1") {
@@ -82,6 +84,18 @@ SentinelGroup::Proc SentinelGroup::startServer(int port, int replica_of) {
 // Until every sentinel knows the master's replica and the two other
 // sentinels: only then can a failover be authorized.
 void SentinelGroup::waitForReplicas(std::chrono::milliseconds limit) {
+  // A replica promoted before its first sync completes starts empty: every
+  // key would be lost in the next failover, far beyond what asynchronous
+  // replication loses.
+  for (const auto& s : servers_) {
+    if (s.pid <= 0) continue;
+    RedisClient c(s.port, opt_.password);
+    waitUntil("the replica to finish its sync", limit, [&] {
+      const std::string info = c.text({"INFO", "replication"});
+      return info.find("role:master") != std::string::npos ||
+             info.find("master_link_status:up") != std::string::npos;
+    });
+  }
   for (const auto& s : sentinels_) {
     RedisClient c(s.port, "");
     waitUntil("every sentinel to know the replica and the other sentinels", limit, [&] {
