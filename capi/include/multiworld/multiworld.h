@@ -197,7 +197,10 @@ MW_API mw_world_state_t mw_world_state(const mw_world_t* world) MW_NOEXCEPT;
 MW_API int mw_world_rank(const mw_world_t* world) MW_NOEXCEPT;   /* -1 for NULL */
 MW_API int mw_world_size(const mw_world_t* world) MW_NOEXCEPT;   /* -1 for NULL */
 MW_API const char* mw_world_name(const mw_world_t* world) MW_NOEXCEPT; /* "" for NULL */
-/* The incarnation number Redis gave this world at creation (>= 1). */
+/* The incarnation number Redis gave this world at creation (>= 1). A name
+ * Redis holds no record of (new, expired, or lost in a failover) starts at
+ * its creator's clock in milliseconds since 1970, each later incarnation at
+ * the next number, so no number comes back while an incarnation may use it. */
 MW_API uint64_t mw_world_epoch(const mw_world_t* world) MW_NOEXCEPT;
 
 /* ---- operations ---------------------------------------------------------
