@@ -81,7 +81,7 @@ void UcxFailover::start(Hooks hooks) {
   const auto now = Clock::now();
   for (Peer& p : peers_) {
     for (Path& path : p.paths) {
-      if (path.down && !path.announced) path.down_since = now;
+      if (pathIsDown(path.state) && !path.announced) path.down_since = now;
     }
   }
 }
@@ -178,7 +178,7 @@ void UcxFailover::send(int peer, uint64_t channel, const void* buffer, size_t by
 void UcxFailover::transmit(Peer& p, const std::shared_ptr<Outgoing>& o) {
   if (p.left || p.paths.empty() || p.current >= p.paths.size()) return;
   Path& path = p.paths[p.current];
-  if (path.down || !path.ep) return;  // it goes when a path comes back
+  if (pathIsDown(path.state) || !path.ep) return;  // it goes when a path comes back
   auto* a = new Attempt{o, weak_from_this(), &engine_, p.rank, path.ep_serial};
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;

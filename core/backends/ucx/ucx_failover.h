@@ -53,6 +53,7 @@
 
 #include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/ucx_path_probe.h"
+#include "core/backends/ucx/ucx_path_state.h"
 #include "core/backends/ucx/ucx_path_wire.h"
 #include "core/backends/ucx/ucx_peer_info.h"
 #include "core/deadline.h"
@@ -137,21 +138,19 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     uint16_t peer_probe_port = 0;
     ucp_ep_h ep = nullptr;
     uint64_t ep_serial = 0;
-    // Every path starts down, unannounced, until a probe answers: it gets
-    // its endpoint only once it is known to work (ucx_path_probe.h).
-    bool down = true;
+    // Every path starts down (Seeking), unannounced, until a probe answers:
+    // it gets its endpoint only once it is known to work
+    // (ucx_path_probe.h). Changed only through moveTo().
+    PathState state = PathState::Seeking;
     bool announced = false;  // MW_EVENT_PATH_DOWN went out for this outage
     Clock::time_point down_since;
-    std::unique_ptr<UcxReachProbe> reach;
-    bool reached = false;  // a TCP connection to the peer's probe port was made
-    bool proven = false;   // an acknowledgement came over its endpoint
-    ucp_ep_h probe_ep = nullptr;
+    std::unique_ptr<UcxReachProbe> reach;  // while Seeking
+    bool proven = false;                   // an acknowledgement came over its endpoint
+    ucp_ep_h probe_ep = nullptr;           // while Answering
     uint64_t probe_serial = 0;
     uint64_t probe_nonce = 0;
     unsigned probes = 0;  // timer ticks since it went down
-    // Up, but in doubt since suspect_since: another path over the same
-    // local address failed (suspectPath).
-    bool suspect = false;
+    // While InDoubt: since when, and the nonce its probe's answer carries.
     Clock::time_point suspect_since;
     uint64_t suspect_nonce = 0;
   };
@@ -199,6 +198,9 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   void closeEndpoint(ucp_ep_h& ep, uint64_t serial);
   void onEndpointError(int peer, uint64_t serial, ucs_status_t status);
   void pathFault(int peer, size_t path, const std::string& why);
+  // The one place a path's state changes (ucx_path_state.h); false, logged,
+  // for a transition the state machine does not allow.
+  bool moveTo(const Peer& p, Path& path, PathState next);
   void suspect(Peer& p, Path& path);
   // The peer's messages moved from `from` to a less preferred path.
   void peerMoved(int peer, size_t from);

@@ -32,18 +32,23 @@ void UcxFailover::onEndpointError(int peer, uint64_t serial, ucs_status_t status
   }
 }
 
+bool UcxFailover::moveTo(const Peer& p, Path& path, PathState next) {
+  const PathState was = path.state;
+  if (pathTransition(path.state, next)) return true;
+  MW_LOG(LogLevel::Error, "%s: no transition from %s to %s; it stays %s", pathName(p, path).c_str(),
+         pathStateName(was), pathStateName(next), pathStateName(was));
+  return false;
+}
+
 void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
   Peer& p = peers_[static_cast<size_t>(peer)];
   Path& path = p.paths[index];
-  if (closed_ || p.left || path.down) return;
+  if (closed_ || p.left || pathIsDown(path.state)) return;
   // A process that died is a member fault: its world breaks (through the
   // link that watches it), nothing is retried.
   if (hooks_.gone && hooks_.gone(peer)) return;
-  if (closed_) return;
-  path.down = true;
-  path.suspect = false;
+  if (closed_ || !moveTo(p, path, PathState::Seeking)) return;
   path.announced = true;
-  path.reached = false;
   path.probes = 0;
   path.down_since = Clock::now();
   ucp_ep_h ep = path.ep;
@@ -68,8 +73,8 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
 bool UcxFailover::chooseCurrent(Peer& p) {
   size_t fallback = p.paths.size();
   for (size_t i = 0; i < p.paths.size(); ++i) {
-    if (p.paths[i].down) continue;
-    if (!p.paths[i].suspect) {
+    if (pathIsDown(p.paths[i].state)) continue;
+    if (p.paths[i].state == PathState::Up) {
       p.current = i;
       return true;
     }
@@ -88,8 +93,8 @@ void UcxFailover::suspectPath(size_t index) {
 }
 
 void UcxFailover::suspect(Peer& p, Path& path) {
-  if (closed_ || p.left || path.down || path.suspect || !path.ep) return;
-  path.suspect = true;
+  if (closed_ || p.left || path.state != PathState::Up || !path.ep) return;
+  moveTo(p, path, PathState::InDoubt);
   path.suspect_since = Clock::now();
   path.suspect_nonce = next_serial_++;
   sendProbe(p, path, path.ep, path.suspect_nonce);
@@ -119,12 +124,12 @@ void UcxFailover::peerMoved(int peer, size_t from) {
 // but whose UCX probe stays unanswered for eight ticks starts over.
 void UcxFailover::probe(Peer& p, Path& path) {
   ++path.probes;
-  if (!path.reached) {
+  if (path.state == PathState::Seeking) {
     if (!path.reach || !path.reach->pending() || path.probes % 4 == 0) startReach(p, path);
     return;
   }
   if (path.probes % 8 == 0) {
-    path.reached = false;
+    moveTo(p, path, PathState::Seeking);
     closeEndpoint(path.probe_ep, path.probe_serial);
     startReach(p, path);
     return;
@@ -150,8 +155,8 @@ void UcxFailover::onReach(int peer, size_t index, bool reached) {
   Peer& p = peers_[static_cast<size_t>(peer)];
   Path& path = p.paths[index];
   std::unique_ptr<UcxReachProbe> done = std::move(path.reach);  // freed after this call
-  if (closed_ || p.left || !path.down || !reached) return;
-  path.reached = true;
+  if (closed_ || p.left || !pathIsDown(path.state) || !reached) return;
+  if (path.state == PathState::Seeking) moveTo(p, path, PathState::Answering);
   path.probes = 0;
   probeUcx(p, path);
 }
@@ -204,22 +209,22 @@ void UcxFailover::onProbeAck(const pathwire::Header& h) {
 void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
   Peer& p = peers_[static_cast<size_t>(peer)];
   Path& path = p.paths[index];
-  if (!closed_ && !p.left && !path.down && path.suspect && path.suspect_nonce == nonce) {
-    path.suspect = false;  // it answered: the failure was elsewhere
+  if (!closed_ && !p.left && path.state == PathState::InDoubt && path.suspect_nonce == nonce) {
+    moveTo(p, path, PathState::Up);  // it answered: the failure was elsewhere
     chooseAgain(p);
     return;
   }
-  if (closed_ || p.left || !path.down || !path.probe_ep || path.probe_nonce != nonce) return;
+  if (closed_ || p.left || !pathIsDown(path.state) || !path.probe_ep || path.probe_nonce != nonce) return;
+  if (!moveTo(p, path, PathState::Up)) return;
   path.ep = path.probe_ep;
   path.ep_serial = path.probe_serial;
   path.probe_ep = nullptr;
   path.probe_serial = 0;
-  path.down = false;
   path.proven = false;
   path.reach.reset();
   const bool announced = path.announced;
   path.announced = false;
-  const bool all_were_down = p.paths[p.current].down;
+  const bool all_were_down = pathIsDown(p.paths[p.current].state);
   // A preferred path takes new traffic at once, and what is unacknowledged
   // goes again on it, as in chooseAgain.
   const bool moved = all_were_down || index < p.current;
@@ -261,9 +266,9 @@ Clock::time_point UcxFailover::nextDeadline() const {
   Clock::time_point first = Clock::time_point::max();
   for (const Peer& p : peers_) {
     if (!p.connected || p.left || p.paths.empty()) continue;
-    if (!p.unacked.empty() && !p.paths[p.current].down) first = std::min(first, p.progress + ackAllowance(p));
+    if (!p.unacked.empty() && !pathIsDown(p.paths[p.current].state)) first = std::min(first, p.progress + ackAllowance(p));
     for (const Path& path : p.paths) {
-      if (!path.down && path.suspect) first = std::min(first, path.suspect_since + path_timeout_);
+      if (path.state == PathState::InDoubt) first = std::min(first, path.suspect_since + path_timeout_);
     }
   }
   return first;
@@ -277,7 +282,7 @@ UcxFailover::Reach UcxFailover::reach() const {
     // A path in doubt, or one never used since it was proven (it has no
     // endpoint, so a rail fault could not put it in doubt), shows nothing
     // about now.
-    for (const Path& path : p.paths) r.reachable = r.reachable || (!path.down && !path.suspect && path.ep);
+    for (const Path& path : p.paths) r.reachable = r.reachable || (path.state == PathState::Up && path.ep);
   }
   return r;
 }
@@ -297,7 +302,7 @@ void UcxFailover::onTimer() {
   for (Peer& p : peers_) {
     if (!p.connected || p.left || p.paths.empty()) continue;
     Path& current = p.paths[p.current];
-    if (!p.unacked.empty() && !current.down) {
+    if (!p.unacked.empty() && !pathIsDown(current.state)) {
       needed = true;
       if (now - p.progress >= ackAllowance(p)) {
         pathFault(p.rank, current.index,
@@ -307,7 +312,7 @@ void UcxFailover::onTimer() {
       }
     }
     for (Path& path : p.paths) {
-      if (path.down || !path.suspect) continue;
+      if (path.state != PathState::InDoubt) continue;
       needed = true;
       // Unanswered, it is down like any path that went silent: its
       // endpoint closes (and with it what UCX still holds on it), and the
@@ -322,13 +327,13 @@ void UcxFailover::onTimer() {
       }
     }
     if (!tick) {
-      for (const Path& path : p.paths) needed = needed || path.down;
+      for (const Path& path : p.paths) needed = needed || pathIsDown(path.state);
       continue;
     }
     Clock::time_point first_down = Clock::time_point::max();
     bool all_down = true;
     for (Path& path : p.paths) {
-      if (!path.down) {
+      if (!pathIsDown(path.state)) {
         all_down = false;
         continue;
       }
