@@ -115,11 +115,13 @@ TEST(WorldLifecycle, ARecordLostWhileTheWorldRunsNeverBringsBackItsEpoch) {
     }
     board->second = mw_world_epoch(w);
     // Ten heartbeat intervals: every tick reads the incarnation's marker.
+    // The state is checked before the barrier, after which a member may
+    // leave.
     std::this_thread::sleep_for(1s);
+    MWT_REQUIRE(mw_world_state(w) == MW_WORLD_READY);
     mw_request_t* req;
     MWT_CHECK(mw_barrier_async(w, &req));
     MWT_CHECK(waitAndFree(req));
-    MWT_REQUIRE(mw_world_state(w) == MW_WORLD_READY);
     MWT_CHECK(mw_world_destroy(w));
     mw_context_free(ctx);
     return 0;
