@@ -197,8 +197,11 @@ void LaneBackend::runItem(Lane& lane, Item& item) {
     OpResult f = world_->failure();
     // What already arrived before a peer left or failed is delivered: a
     // member that leaves after its last send must not fail that send's
-    // receive here just because this lane had not got to it yet.
-    if (f.status == Status::WorldBroken) {
+    // receive here just because this lane had not got to it yet. Only in
+    // order, though: once an earlier operation of the lane failed, a later
+    // message (whose header overtook the earlier one's payload) must not
+    // complete as if the lost one had never been sent.
+    if (f.status == Status::WorldBroken && !lane.lost) {
       OpResult done;
       bool finished = false;
       try {
@@ -210,6 +213,7 @@ void LaneBackend::runItem(Lane& lane, Item& item) {
         return;
       }
     }
+    lane.lost = true;
     item.request->complete(f.status, f.detail);
     return;
   }
@@ -227,6 +231,7 @@ void LaneBackend::runItem(Lane& lane, Item& item) {
   } catch (const std::exception& e) {
     world_->breakWorld(-1, std::string("backend failure: ") + e.what(), true);
   }
+  lane.lost = true;
   OpResult f = world_->failure();
   item.request->complete(f.status, f.detail);
 }

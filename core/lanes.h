@@ -44,6 +44,10 @@ class LaneBackend : public WorldBackend {
     bool running = false;  // an item taken from the queue has not finished
     Deadline deadline{};   // of the running item: op_timeout_ms
     bool exited = false;
+    // The lane's own thread only: an operation of it completed with the
+    // world's failure. Later ones then fail too, even when their data is
+    // in, so that nothing is delivered past a message that never came.
+    bool lost = false;
   };
 
   Lane& laneFor(const OpDesc& op);  // under m_

@@ -1,0 +1,106 @@
+// Gloo worlds under faults whose outcome depends on how Gloo's TCP pairs
+// connect and deliver: which member a break names, and what a receive
+// returns once an earlier message is lost. Real worker processes over a
+// real redis-server; the steps are ordered by stopping processes, not by
+// timing.
+#include <gtest/gtest.h>
+#include <multiworld/multiworld.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "tests/support/member.h"
+#include "tests/support/mw_test.h"
+#include "tests/support/process.h"
+#include "tests/support/redis_server.h"
+#include "tools/lab/shared.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using mwtest::eventually;
+
+// Stops `pid` and returns once every one of its threads has stopped.
+bool stopProcess(pid_t pid) {
+  if (kill(pid, SIGSTOP) != 0) return false;
+  int status = 0;
+  return waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status);
+}
+
+mw_context_t* glooContext(const std::string& url) { return mwtest::newContext(url, mwtest::kPatientSettings); }
+
+mw_status_t createGlooWorld(mw_context_t* ctx, const char* name, int rank, int size, mw_world_t** out) {
+  mw_status_t s = mw_world_create(ctx, name, rank, size, MW_BACKEND_GLOO, 0, 30000, out);
+  if (s != MW_OK) std::fprintf(stderr, "rank %d: create %s: %s (%s)\n", rank, name, mw_status_string(s), mw_last_error());
+  return s;
+}
+
+struct OrderBoard {
+  std::atomic<int> posted{0}, go{0}, sent{0};
+  std::atomic<int> big_status{1}, small_status{1};
+};
+
+}  // namespace
+
+// A large message's payload follows its header only once the receiver asks
+// for it, so a later small message can arrive whole while the earlier
+// payload never does: the sender posts both and dies before the stopped
+// receiver asks. Each receive must then fail; the later one must not
+// succeed past the lost one.
+TEST(GlooFaults, ReceiveAfterALostMessageFails) {
+  mwtest::RedisServer redis;
+  const std::string url = redis.url();
+  mwlab::Shared<OrderBoard> board;
+  constexpr size_t kBig = 256 << 10, kSmall = 1 << 10;  // a payload that follows its header, one inside it
+  mwtest::Workers workers;
+  const pid_t sender = workers.add([&]() -> int {
+    mw_context_t* ctx = glooContext(url);
+    MWT_REQUIRE(ctx);
+    mw_world_t* w = nullptr;
+    MWT_CHECK(createGlooWorld(ctx, "order", 0, 2, &w));
+    MWT_REQUIRE(eventually([&] { return board->go.load() != 0; }, 30s));
+    std::vector<uint8_t> big(kBig, 1), small(kSmall, 2);
+    mw_request_t* r = nullptr;
+    MWT_CHECK(mw_send_async(w, big.data(), big.size(), MW_UINT8, 1, &r));
+    MWT_CHECK(mw_send_async(w, small.data(), small.size(), MW_UINT8, 1, &r));
+    board->sent.store(1);
+    for (;;) pause();  // killed here
+  });
+  const pid_t receiver = workers.add([&]() -> int {
+    mw_context_t* ctx = glooContext(url);
+    MWT_REQUIRE(ctx);
+    mw_world_t* w = nullptr;
+    MWT_CHECK(createGlooWorld(ctx, "order", 1, 2, &w));
+    std::vector<uint8_t> big(kBig), small(kSmall);
+    mw_request_t *rb = nullptr, *rs = nullptr;
+    MWT_CHECK(mw_recv_async(w, big.data(), big.size(), MW_UINT8, 0, &rb));
+    MWT_CHECK(mw_recv_async(w, small.data(), small.size(), MW_UINT8, 0, &rs));
+    board->posted.store(1);
+    board->big_status.store(mwtest::waitAndFree(rb, 20000));
+    board->small_status.store(mwtest::waitAndFree(rs, 20000));
+    mw_world_destroy(w);
+    mw_context_free(ctx);
+    return 0;
+  });
+  ASSERT_TRUE(eventually([&] { return board->posted.load() != 0; }, 30s));
+  // The receiver's requests for both headers are on their way; stopped, it
+  // cannot ask for the large payload, while the sender's headers still
+  // reach its socket.
+  ASSERT_TRUE(stopProcess(receiver));
+  board->go.store(1);
+  ASSERT_TRUE(eventually([&] { return board->sent.load() != 0; }, 30s));
+  std::this_thread::sleep_for(500ms);  // Gloo's thread writes both headers
+  kill(sender, SIGKILL);
+  EXPECT_EQ(mwtest::waitExit(sender, 10s), 128 + SIGKILL);
+  kill(receiver, SIGCONT);
+  EXPECT_EQ(mwtest::waitExit(receiver, 60s), 0);
+  EXPECT_EQ(board->big_status.load(), MW_ERR_WORLD_BROKEN) << mw_status_string(mw_status_t(board->big_status.load()));
+  EXPECT_EQ(board->small_status.load(), MW_ERR_WORLD_BROKEN)
+      << "the later message completed with " << mw_status_string(mw_status_t(board->small_status.load()))
+      << " although the one before it never came";
+}
