@@ -40,6 +40,19 @@ mw_status_t createGlooWorld(mw_context_t* ctx, const char* name, int rank, int s
   return s;
 }
 
+// The next MW_EVENT_WORLD_BROKEN within 20 s: its peer_rank, or -100.
+int brokenEventPeer(mw_context_t* ctx) {
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  mw_event_t ev;
+  while (std::chrono::steady_clock::now() < end) {
+    if (mw_next_event(ctx, &ev, 1000) == MW_OK && ev.type == MW_EVENT_WORLD_BROKEN) {
+      std::fprintf(stderr, "pid %d: world %s broke, peer %d: %s\n", getpid(), ev.world_name, ev.peer_rank, ev.detail);
+      return ev.peer_rank;
+    }
+  }
+  return -100;
+}
+
 struct OrderBoard {
   std::atomic<int> posted{0}, go{0}, sent{0};
   std::atomic<int> big_status{1}, small_status{1};
@@ -103,4 +116,70 @@ TEST(GlooFaults, ReceiveAfterALostMessageFails) {
   EXPECT_EQ(board->small_status.load(), MW_ERR_WORLD_BROKEN)
       << "the later message completed with " << mw_status_string(mw_status_t(board->small_status.load()))
       << " although the one before it never came";
+}
+
+namespace {
+
+constexpr int kRounds = 8;
+
+struct LeaveBoard {
+  std::atomic<int> formed[3] = {}, closed[3] = {};
+  std::atomic<int> leave{0}, next{0};
+  std::atomic<int> blamed[kRounds];
+  LeaveBoard() {
+    for (auto& b : blamed) b.store(-100);
+  }
+};
+
+}  // namespace
+
+// A member's connection closes under a world of three: the break names it,
+// however the TCP connection between them came about (an error of a side
+// that accepted it before Gloo's connect call carries the peer's ephemeral
+// port, not its listening address; rank 2 connects its pair to rank 0
+// first, rank 0 connects to rank 1 first, so it happens when rank 2 is the
+// side that listens). Rank 1 is stopped meanwhile, so that rank 2 learns
+// only from its own connection to rank 0.
+TEST(GlooFaults, ThreeMemberWorldNamesTheMemberWhoseConnectionClosed) {
+  mwtest::RedisServer redis;
+  const std::string url = redis.url();
+  mwlab::Shared<LeaveBoard> board;
+  mwtest::Workers workers;
+  pid_t pids[3];
+  for (int rank = 0; rank < 3; ++rank) {
+    pids[rank] = workers.add([&, rank]() -> int {
+      mw_context_t* ctx = glooContext(url);
+      MWT_REQUIRE(ctx);
+      for (int r = 0; r < kRounds; ++r) {
+        mw_world_t* w = nullptr;
+        MWT_CHECK(createGlooWorld(ctx, "tri", rank, 3, &w));
+        board->formed[rank].store(r + 1);
+        if (rank == 0) {
+          MWT_REQUIRE(eventually([&] { return board->leave.load() == r + 1; }, 30s));
+        } else {
+          const int peer = brokenEventPeer(ctx);
+          if (rank == 2) board->blamed[r].store(peer);
+        }
+        MWT_CHECK(mw_world_destroy(w));
+        board->closed[rank].store(r + 1);
+        MWT_REQUIRE(eventually([&] { return board->next.load() == r + 1; }, 30s));
+      }
+      mw_context_free(ctx);
+      return 0;
+    });
+  }
+  for (int r = 0; r < kRounds; ++r) {
+    auto all = [&](std::atomic<int>* v) {
+      return eventually([&] { return v[0].load() == r + 1 && v[1].load() == r + 1 && v[2].load() == r + 1; }, 30s);
+    };
+    ASSERT_TRUE(all(board->formed)) << "round " << r;
+    ASSERT_TRUE(stopProcess(pids[1]));
+    board->leave.store(r + 1);
+    EXPECT_TRUE(eventually([&] { return board->blamed[r].load() != -100; }, 25s)) << "round " << r;
+    kill(pids[1], SIGCONT);
+    ASSERT_TRUE(all(board->closed)) << "round " << r;
+    board->next.store(r + 1);
+  }
+  EXPECT_TRUE(workers.join(30s));
+  for (int r = 0; r < kRounds; ++r) EXPECT_EQ(board->blamed[r].load(), 0) << "round " << r;
 }

@@ -1,6 +1,7 @@
 #include "core/backends/gloo/gloo_communicator.h"
 
 #include <map>
+#include <string_view>
 
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
@@ -16,6 +17,9 @@
 
 namespace mw {
 namespace {
+
+// Where each rank publishes the near ends of its connected pairs.
+constexpr std::string_view kEndsKey = "ends_";
 
 // Names the transport context under a rendezvous context, which Gloo keeps
 // protected: our buffers are TCP unbound buffers made on it directly.
@@ -45,11 +49,14 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
     const std::shared_ptr<gloo::transport::Device>& device, RedisPool& pool,
     const Incarnation& inc, int rank, int size, Deadline deadline) {
   KvStore store(pool, inc, "g:", deadline);
-  // Gloo reads each rank's address list under the rank's number; a list
-  // that is not one is bad data in Redis, caught before Gloo parses it.
+  // Gloo reads each rank's address list under the rank's number, and we
+  // read each rank's connected ends under "ends_" and its number; a list
+  // that is not one is bad data in Redis, caught before anyone parses it.
   const size_t address_bytes = gloo::transport::tcp::Address().bytes().size();
   store.checkValuesWith([size, address_bytes](const std::string& key, const std::vector<char>& value) {
-    return parseRank(key, size) ? addressListProblem(value, size, address_bytes) : std::string();
+    const std::string_view k(key);
+    const bool list = parseRank(k, size) || (k.rfind(kEndsKey, 0) == 0 && parseRank(k.substr(kEndsKey.size()), size));
+    return list ? addressListProblem(value, size, address_bytes) : std::string();
   });
   auto ctx = std::make_shared<TcpContextOf>(rank, size);
   // Bounds the pair connections; every later wait passes its own timeout.
@@ -66,20 +73,43 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
     }
     throw Error(Status::Backend, std::string("connecting the Gloo mesh failed: ") + e.what());
   }
+  auto tcp = ctx->tcp();
+  if (!tcp) throw Error(Status::Backend, "the Gloo context has no TCP transport");
+  auto peer_by_address = mapPeerEnds(store, *tcp, rank, size);
+  return std::unique_ptr<GlooCommunicator>(new GlooCommunicator(
+      std::make_unique<GlooLink>(std::move(ctx), std::move(tcp), std::move(peer_by_address))));
+}
+
+// A pair's error names its peer_ address: the peer's listening address
+// (what this rank read from the store to connect, and where a connecting
+// side's socket leads), or, where this rank accepted the connection before
+// Gloo's connect() call set it, the far end of the accepted socket (Gloo's
+// getpeername): the peer's ephemeral port. So each rank publishes the near
+// end of every pair (Gloo's pair address(), its getsockname once
+// connected), and maps both what it read to connect and what each peer
+// published for it.
+std::map<std::string, int> GlooCommunicator::mapPeerEnds(KvStore& store, gloo::transport::Context& tcp, int rank,
+                                                         int size) {
+  using gloo::transport::tcp::Address;
+  std::vector<char> mine;
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    auto bytes = tcp.getPair(peer)->address().bytes();
+    mine.insert(mine.end(), bytes.begin(), bytes.end());
+  }
+  store.set(std::string(kEndsKey) + std::to_string(rank), mine);
   std::map<std::string, int> peer_by_address;
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
-    // Gloo's list for rank `peer` (checked above) has one address per
-    // other rank; ours is where connectFullMesh read it from.
-    auto entry = addressEntry(store.get(std::to_string(peer)), peer, rank, size);
-    if (!entry) throw Error(Status::Internal, "no address for rank " + std::to_string(rank) + " in rank " +
-                                                  std::to_string(peer) + "'s checked address list");
-    peer_by_address[gloo::transport::tcp::Address(*entry).str()] = peer;
+    // Both lists (checked on reading) have one address per other rank.
+    for (const std::string& key : {std::to_string(peer), std::string(kEndsKey) + std::to_string(peer)}) {
+      auto entry = addressEntry(store.get(key), peer, rank, size);
+      if (!entry) throw Error(Status::Internal, "no address for rank " + std::to_string(rank) + " in rank " +
+                                                    std::to_string(peer) + "'s checked address list " + key);
+      peer_by_address[Address(*entry).str()] = peer;
+    }
   }
-  auto tcp = ctx->tcp();
-  if (!tcp) throw Error(Status::Backend, "the Gloo context has no TCP transport");
-  return std::unique_ptr<GlooCommunicator>(new GlooCommunicator(
-      std::make_unique<GlooLink>(std::move(ctx), std::move(tcp), std::move(peer_by_address))));
+  return peer_by_address;
 }
 
 GlooCommunicator::GlooCommunicator(std::unique_ptr<GlooLink> link) : link_(std::move(link)) {

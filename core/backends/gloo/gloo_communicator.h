@@ -1,16 +1,20 @@
 // One world on Gloo: a full mesh of TCP pairs owned by one Gloo context.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include <gloo/transport/context.h>
 #include <gloo/transport/device.h>
 
 #include "core/backends/gloo/gloo_link.h"
 #include "core/backends/gloo/gloo_p2p.h"
 #include "core/communicator.h"
 #include "core/store/incarnation.h"
+#include "core/store/kv_store.h"
 #include "core/store/redis_pool.h"
 
 namespace mw {
@@ -34,6 +38,8 @@ class GlooCommunicator : public Communicator {
 
  private:
   explicit GlooCommunicator(std::unique_ptr<GlooLink> link);
+  // The rank behind each address a pair's error can name.
+  static std::map<std::string, int> mapPeerEnds(KvStore& store, gloo::transport::Context& tcp, int rank, int size);
 
   std::unique_ptr<GlooLink> link_;
   SelfChannel self_;

@@ -1,13 +1,29 @@
 #include "core/backends/gloo/gloo_link.h"
 
+#include <cctype>
+
 #include <gloo/common/error.h>
 
 namespace mw {
 
+namespace {
+
+// `address` ("[ip]:port") appears in `text` as a whole: "[ip]:345" is not
+// in "[ip]:3458".
+bool namesAddress(const std::string& text, const std::string& address) {
+  for (size_t at = text.find(address); at != std::string::npos; at = text.find(address, at + 1)) {
+    const size_t end = at + address.size();
+    if (end == text.size() || !std::isdigit(static_cast<unsigned char>(text[end]))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void GlooLink::rethrow(const std::exception& e, int peer) const {
   std::string what = e.what();
   for (const auto& [address, rank] : peer_by_address_) {
-    if (what.find(address) != std::string::npos) {
+    if (namesAddress(what, address)) {
       peer = rank;
       break;
     }

@@ -23,7 +23,8 @@ constexpr uint8_t kSentinelSlot = 0x43;
 
 class GlooLink {
  public:
-  // `tcp` is the transport context under `ctx`.
+  // `tcp` is the transport context under `ctx`; `peer_by_address` names
+  // the rank behind each address a pair's error can carry.
   GlooLink(std::shared_ptr<gloo::Context> ctx, std::shared_ptr<gloo::transport::tcp::Context> tcp,
            std::map<std::string, int> peer_by_address)
       : ctx_(std::move(ctx)), tcp_(std::move(tcp)), peer_by_address_(std::move(peer_by_address)) {}
