@@ -61,8 +61,10 @@ class Communicator {
   virtual void wake() noexcept = 0;
 
   // From any thread: every blocked and later backend call of this world
-  // fails promptly with TransportError. Idempotent.
-  virtual void abort() noexcept = 0;
+  // fails promptly with TransportError. Idempotent. `blamed`: the rank the
+  // world broke because of, for the other members; -1 when unknown or when
+  // the world is being destroyed.
+  virtual void abort(int blamed) noexcept = 0;
 
   // After the worker stopped: releases sockets, threads and memory.
   virtual void close() noexcept = 0;

@@ -84,7 +84,7 @@ void LaneBackend::submit(const OpDesc& op, const std::shared_ptr<Request>& r) {
 }
 
 void LaneBackend::abort() noexcept {
-  comm_->abort();
+  comm_->abort(world_ ? world_->blamedRank() : -1);
   std::lock_guard<std::mutex> lock(m_);
   aborted_ = true;
   notifyAll();

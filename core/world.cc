@@ -29,6 +29,11 @@ OpResult World::failure() const {
   return {Status::WorldBroken, "world '" + id_.name + "' is broken: " + broken_detail_};
 }
 
+int World::blamedRank() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return broken_peer_;
+}
+
 Request* World::submit(const OpDesc& op, uint64_t user_data) {
   validateOp(op, id_.rank, id_.size);
   std::lock_guard<std::mutex> issue(issue_m_);
@@ -65,6 +70,7 @@ void World::breakWorld(int peer_rank, const std::string& detail, bool announce) 
     if (state_ == WorldState::Ready) {
       state_ = WorldState::Broken;
       broken_detail_ = detail;
+      broken_peer_ = peer_rank;
       // The event is queued before any request can fail for this break, so
       // a program that sees a failed request finds the event (and the
       // blamed peer) already waiting. The owner only queues; it never

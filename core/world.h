@@ -80,6 +80,9 @@ class World : public std::enable_shared_from_this<World> {
   // WorldBroken, each with its message.
   OpResult failure() const;
 
+  // The rank the world broke because of (-1: unknown, or not broken).
+  int blamedRank() const;
+
  private:
   const WorldIdentity id_;
   const std::unique_ptr<WorldBackend> backend_;
@@ -90,6 +93,7 @@ class World : public std::enable_shared_from_this<World> {
   mutable std::mutex m_;
   WorldState state_ = WorldState::Ready;
   std::string broken_detail_;
+  int broken_peer_ = -1;
   bool stopped_ = false;
 };
 

@@ -183,3 +183,56 @@ TEST(GlooFaults, ThreeMemberWorldNamesTheMemberWhoseConnectionClosed) {
   EXPECT_TRUE(workers.join(30s));
   for (int r = 0; r < kRounds; ++r) EXPECT_EQ(board->blamed[r].load(), 0) << "round " << r;
 }
+
+namespace {
+
+struct CascadeBoard {
+  std::atomic<int> formed{0}, resumed{0};
+  std::atomic<int> blamed[3] = {};
+  CascadeBoard() {
+    for (auto& b : blamed) b.store(-100);
+  }
+};
+
+}  // namespace
+
+// A member that breaks a world of three because of another closes its
+// connections; the third member, which sees that connection close before
+// it hears anything else, must blame the member the first one broke for,
+// not the first one. Rank 2 is stopped; only rank 1 judges heartbeats
+// quickly enough to notice, and it announces the break in Redis only
+// after its connections are closed.
+TEST(GlooFaults, BreakNamesTheMemberAtFaultNotTheOneThatClosedFirst) {
+  mwtest::RedisServer redis;
+  const std::string url = redis.url();
+  mwlab::Shared<CascadeBoard> board;
+  mwtest::Workers workers;
+  pid_t pids[3];
+  for (int rank = 0; rank < 3; ++rank) {
+    pids[rank] = workers.add([&, rank]() -> int {
+      mwtest::Settings settings = mwtest::kPatientSettings;
+      if (rank == 1) settings = {{"heartbeat_timeout_ms", "1000"}, {"heartbeat_interval_ms", "100"}};
+      mw_context_t* ctx = mwtest::newContext(url, settings);
+      MWT_REQUIRE(ctx);
+      mw_world_t* w = nullptr;
+      MWT_CHECK(createGlooWorld(ctx, "cascade", rank, 3, &w));
+      board->formed.fetch_add(1);
+      if (rank == 2) {
+        MWT_REQUIRE(eventually([&] { return board->resumed.load() != 0; }, 60s));
+      } else {
+        board->blamed[rank].store(brokenEventPeer(ctx));
+      }
+      mw_world_destroy(w);
+      mw_context_free(ctx);
+      return 0;
+    });
+  }
+  ASSERT_TRUE(eventually([&] { return board->formed.load() == 3; }, 30s));
+  ASSERT_TRUE(stopProcess(pids[2]));
+  EXPECT_TRUE(eventually([&] { return board->blamed[0].load() != -100 && board->blamed[1].load() != -100; }, 25s));
+  board->resumed.store(1);
+  kill(pids[2], SIGCONT);
+  EXPECT_TRUE(workers.join(30s));
+  EXPECT_EQ(board->blamed[1].load(), 2);
+  EXPECT_EQ(board->blamed[0].load(), 2) << "rank 0 blamed the member that broke the world first";
+}

@@ -155,12 +155,13 @@ void GlooCommunicator::idleWait() {
 
 void GlooCommunicator::wake() noexcept { sentinel_->abortWaitRecv(); }
 
-void GlooCommunicator::abort() noexcept {
+void GlooCommunicator::abort(int blamed) noexcept {
   std::lock_guard<std::mutex> lock(m_);
   if (aborted_ || closed_) return;
   aborted_ = true;
   self_.abort();
   link_->abortWaits();
+  link_->tellPeers(blamed);
   // Gloo has no abort call, but a receive that times out signals an error
   // on every pair of its context, which fails every pending and future
   // operation of this world and closes its sockets. That is exactly an abort.

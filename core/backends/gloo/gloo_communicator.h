@@ -33,7 +33,7 @@ class GlooCommunicator : public Communicator {
   std::unique_ptr<PendingOp> post(const OpDesc& op) override;
   void idleWait() override;
   void wake() noexcept override;
-  void abort() noexcept override;
+  void abort(int blamed) noexcept override;
   void close() noexcept override;
 
  private:

@@ -20,13 +20,18 @@ bool namesAddress(const std::string& text, const std::string& address) {
 
 }  // namespace
 
-void GlooLink::rethrow(const std::exception& e, int peer) const {
+void GlooLink::rethrow(const std::exception& e, int peer) {
   std::string what = e.what();
   for (const auto& [address, rank] : peer_by_address_) {
     if (namesAddress(what, address)) {
       peer = rank;
       break;
     }
+  }
+  if (auto blamed = notices_.heard(peer)) {
+    throw TransportError("rank " + std::to_string(peer) + " aborted the world because of rank " +
+                             std::to_string(*blamed) + " (" + what + ")",
+                         *blamed);
   }
   // In a world of two the other member is the only one to blame.
   if (peer < 0 && size() == 2) peer = 1 - rank();

@@ -10,6 +10,7 @@
 #include <gloo/context.h>
 
 #include "core/backends/gloo/gloo_buffer.h"
+#include "core/backends/gloo/gloo_notices.h"
 #include "core/communicator.h"
 #include "core/deadline.h"
 
@@ -20,6 +21,7 @@ namespace mw {
 constexpr uint8_t kHeaderSlot = 0x40;
 constexpr uint8_t kDataSlot = 0x42;
 constexpr uint8_t kSentinelSlot = 0x43;
+constexpr uint8_t kNoticeSlot = 0x44;  // core/backends/gloo/gloo_notices.h
 
 class GlooLink {
  public:
@@ -27,7 +29,8 @@ class GlooLink {
   // the rank behind each address a pair's error can carry.
   GlooLink(std::shared_ptr<gloo::Context> ctx, std::shared_ptr<gloo::transport::tcp::Context> tcp,
            std::map<std::string, int> peer_by_address)
-      : ctx_(std::move(ctx)), tcp_(std::move(tcp)), peer_by_address_(std::move(peer_by_address)) {}
+      : ctx_(std::move(ctx)), tcp_(std::move(tcp)), peer_by_address_(std::move(peer_by_address)),
+        notices_(tcp_, ctx_->rank, ctx_->size) {}
 
   gloo::Context& context() { return *ctx_; }
   std::unique_ptr<GlooBuffer> buffer(void* ptr, size_t size) {
@@ -38,8 +41,13 @@ class GlooLink {
   int size() const { return ctx_->size; }
 
   // Rethrows the current Gloo exception as TransportError; `peer` is blamed
-  // when the message does not name a peer's address.
-  [[noreturn]] void rethrow(const std::exception& e, int peer) const;
+  // when the message does not name a peer's address. A peer that told us
+  // it aborted because of another rank (GlooNotices) passes the blame on.
+  [[noreturn]] void rethrow(const std::exception& e, int peer);
+
+  // This member aborts the world because of rank `blamed` (-1: unknown):
+  // tells the others, before its connections close.
+  void tellPeers(int blamed) noexcept { notices_.tell(blamed); }
 
   // The buffer's posted recv/send finished; throws TransportError otherwise.
   void waitRecv(gloo::transport::UnboundBuffer& b, int peer, Deadline d);
@@ -57,6 +65,7 @@ class GlooLink {
   std::shared_ptr<gloo::Context> ctx_;
   const std::shared_ptr<gloo::transport::tcp::Context> tcp_;
   const std::map<std::string, int> peer_by_address_;
+  GlooNotices notices_;
 
   std::mutex waits_m_;
   bool aborted_ = false;
