@@ -76,8 +76,15 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
   auto tcp = ctx->tcp();
   if (!tcp) throw Error(Status::Backend, "the Gloo context has no TCP transport");
   auto peer_by_address = mapPeerEnds(store, *tcp, rank, size);
-  return std::unique_ptr<GlooCommunicator>(new GlooCommunicator(
-      std::make_unique<GlooLink>(std::move(ctx), std::move(tcp), std::move(peer_by_address))));
+  // Posting the standing receives fails when a pair failed meanwhile.
+  try {
+    return std::unique_ptr<GlooCommunicator>(new GlooCommunicator(
+        std::make_unique<GlooLink>(std::move(ctx), std::move(tcp), std::move(peer_by_address))));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(Status::Backend, std::string("a Gloo connection failed as the world formed: ") + e.what());
+  }
 }
 
 // A pair's error names its peer_ address: the peer's listening address
