@@ -38,12 +38,14 @@ void GlooLink::rethrow(const std::exception& e, int peer) {
   throw TransportError(what, peer);
 }
 
-void GlooLink::wait(gloo::transport::UnboundBuffer& b, Direction dir, int peer, Deadline d) {
+void GlooLink::wait(GlooBuffer& b, Direction dir, int peer, Deadline d) {
+  bool aborted;
   {
     std::lock_guard<std::mutex> lock(waits_m_);
-    if (aborted_) throw TransportError("world aborted", peer);
-    waiting_[&b] = dir;
+    aborted = aborted_;
+    if (!aborted) waiting_[&b] = dir;
   }
+  if (aborted) return takeAfterAbort(b, dir, peer);
   bool done = false;
   // Rounded up: Gloo's timeout (which closes every pair of the world) must
   // not come before the deadline, so whoever sees it can tell it passed.
@@ -56,16 +58,32 @@ void GlooLink::wait(gloo::transport::UnboundBuffer& b, Direction dir, int peer, 
     waiting_.erase(&b);
     rethrow(e, peer);
   }
-  std::lock_guard<std::mutex> lock(waits_m_);
-  waiting_.erase(&b);
+  {
+    std::lock_guard<std::mutex> lock(waits_m_);
+    waiting_.erase(&b);
+  }
+  if (!done) takeAfterAbort(b, dir, peer);
+}
+
+// An abort wakes a wait whatever its transfer did, and Gloo's wait then
+// reports the abort even when the transfer had finished. A receive whose
+// message is in counts as done: what arrived before the world broke is
+// delivered (core/lanes.h), and failing it would fail every later one.
+void GlooLink::takeAfterAbort(GlooBuffer& b, Direction dir, int peer) {
+  bool done = false;
+  try {
+    done = dir == Direction::Recv ? b.takeRecv() : b.takeSend();
+  } catch (const std::exception& e) {
+    rethrow(e, peer);
+  }
   if (!done) throw TransportError("world aborted", peer);
 }
 
-void GlooLink::waitRecv(gloo::transport::UnboundBuffer& b, int peer, Deadline d) {
+void GlooLink::waitRecv(GlooBuffer& b, int peer, Deadline d) {
   wait(b, Direction::Recv, peer, d);
 }
 
-void GlooLink::waitSend(gloo::transport::UnboundBuffer& b, int peer, Deadline d) {
+void GlooLink::waitSend(GlooBuffer& b, int peer, Deadline d) {
   wait(b, Direction::Send, peer, d);
 }
 

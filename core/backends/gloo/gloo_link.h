@@ -50,8 +50,9 @@ class GlooLink {
   void tellPeers(int blamed) noexcept { notices_.tell(blamed); }
 
   // The buffer's posted recv/send finished; throws TransportError otherwise.
-  void waitRecv(gloo::transport::UnboundBuffer& b, int peer, Deadline d);
-  void waitSend(gloo::transport::UnboundBuffer& b, int peer, Deadline d);
+  // A transfer that finished counts even when an abort woke the wait.
+  void waitRecv(GlooBuffer& b, int peer, Deadline d);
+  void waitSend(GlooBuffer& b, int peer, Deadline d);
 
   // Wakes every wait above, now and later, with TransportError. Gloo's own
   // error path does not wake a send still queued on its pair (it signals
@@ -60,7 +61,8 @@ class GlooLink {
 
  private:
   enum class Direction { Send, Recv };
-  void wait(gloo::transport::UnboundBuffer& b, Direction dir, int peer, Deadline d);
+  void wait(GlooBuffer& b, Direction dir, int peer, Deadline d);
+  void takeAfterAbort(GlooBuffer& b, Direction dir, int peer);
 
   std::shared_ptr<gloo::Context> ctx_;
   const std::shared_ptr<gloo::transport::tcp::Context> tcp_;
