@@ -127,8 +127,10 @@ std::vector<std::shared_ptr<Request>> Context::poll(size_t max, std::chrono::mil
   return cq_->pop(max, timeout);
 }
 
-World* Context::createWorld(const std::string& name, int rank, int size, Backend backend, int device,
-                            int timeout_ms) {
+World* Context::createWorld(const WorldSpec& spec) {
+  const std::string& name = spec.name;
+  const int rank = spec.rank, size = spec.size, timeout_ms = spec.timeout_ms;
+  const Backend backend = spec.backend;
   if (!isValidName(name, 128)) {
     throw Error(Status::InvalidArgument,
                 "world name '" + name.substr(0, 160) + "' must be 1..128 chars of [A-Za-z0-9._:-]");
@@ -157,7 +159,8 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
     throw Error(Status::Unsupported, "world '" + name + "': " + what + " (ucp_init failed)");
   }
   // `device` is the CUDA ordinal of an NCCL world; Gloo worlds ignore it.
-  if (backend == Backend::Nccl) requireNcclDevice(name, device);
+  if (backend == Backend::Nccl) requireNcclDevice(name, spec.device);
+  const WorldSettings settings = resolveSettings(spec, cfg_);
   {
     std::lock_guard<std::mutex> lock(m_);
     for (const auto& [ptr, w] : worlds_) {
@@ -177,7 +180,7 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
   const uint64_t generation = connector_.generation();
   std::shared_ptr<World> world;
   try {
-    world = formWorld(name, rank, size, backend, device, deadline);
+    world = formWorld(spec, settings, deadline);
   } catch (const Error& e) {
     // The master changed (or Redis went away) while the world formed: a
     // member that waited in vain, or gave up, did so because of the store.
@@ -198,17 +201,18 @@ World* Context::createWorld(const std::string& name, int rank, int size, Backend
   return world.get();
 }
 
-std::shared_ptr<World> Context::formWorld(const std::string& name, int rank, int size, Backend backend, int device,
-                                          Deadline deadline) {
-  std::shared_ptr<UcxContext> ucx_context = backend == Backend::Gloo ? nullptr : ucx();
+std::shared_ptr<World> Context::formWorld(const WorldSpec& spec, const WorldSettings& settings, Deadline deadline) {
+  const std::string& name = spec.name;
+  const int rank = spec.rank, size = spec.size;
+  std::shared_ptr<UcxContext> ucx_context = spec.backend == Backend::Gloo ? nullptr : ucx();
   for (;;) {
     Formation f = rendezvous_.join(name, rank, size, deadline);
     Incarnation inc(keys_, name, f.epoch, size);
     try {
-      std::unique_ptr<WorldBackend> runner = connectBackend(inc, ucx_context, rank, backend, device, deadline);
+      std::unique_ptr<WorldBackend> runner = connectBackend(inc, ucx_context, spec, settings, deadline);
       rendezvous_.commit(inc, rank, deadline);
       WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
-      return std::make_shared<World>(std::move(id), std::move(runner), *this, cfg_.op_timeout);
+      return std::make_shared<World>(std::move(id), std::move(runner), *this, settings.op_timeout);
     } catch (const MovedOn& e) {
       // A member that lost its place in this incarnation (as in a
       // failover) started the next one, where it waits for us: we follow,
@@ -226,13 +230,18 @@ std::shared_ptr<World> Context::formWorld(const std::string& name, int rank, int
 }
 
 std::unique_ptr<WorldBackend> Context::connectBackend(const Incarnation& inc,
-                                                      const std::shared_ptr<UcxContext>& ucx_context, int rank,
-                                                      Backend backend, int device, Deadline deadline) {
-  if (backend == Backend::Ucx) return UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), deadline);
-  if (backend == Backend::Nccl) {
+                                                      const std::shared_ptr<UcxContext>& ucx_context,
+                                                      const WorldSpec& spec, const WorldSettings& settings,
+                                                      Deadline deadline) {
+  const int rank = spec.rank;
+  if (spec.backend == Backend::Ucx) {
+    return UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), settings.path_failover, deadline);
+  }
+  if (spec.backend == Backend::Nccl) {
     // The UCX world carries no data: it is the members' liveness link.
-    std::unique_ptr<UcxWorld> control = UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), deadline);
-    return NcclWorld::connect(ncclThreads(), std::move(control), pool_, inc, rank, device, deadline);
+    std::unique_ptr<UcxWorld> control =
+        UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), settings.path_failover, deadline);
+    return NcclWorld::connect(ncclThreads(), std::move(control), pool_, inc, rank, spec.device, deadline);
   }
   return std::make_unique<LaneBackend>(GlooCommunicator::connect(gloo_device_, pool_, inc, rank, inc.size(), deadline));
 }

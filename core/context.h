@@ -18,6 +18,7 @@
 #include "core/store/rendezvous.h"
 #include "core/liveness/watchdog.h"
 #include "core/world.h"
+#include "core/world_spec.h"
 
 namespace gloo {
 namespace transport {
@@ -30,8 +31,6 @@ namespace mw {
 class UcxContext;
 struct NcclThreads;
 
-enum class Backend { Gloo = 1, Nccl = 2, Ucx = 3 };
-
 bool backendAvailable(Backend b) noexcept;
 
 class Context : public WorldOwner {
@@ -41,9 +40,9 @@ class Context : public WorldOwner {
   explicit Context(const Config& cfg);
   ~Context() override;
 
-  // timeout_ms < 0 waits forever.
-  World* createWorld(const std::string& name, int rank, int size, Backend backend, int device,
-                     int timeout_ms);
+  // spec.timeout_ms < 0 waits forever; the settings spec leaves at their
+  // defaults come from this context's config.
+  World* createWorld(const WorldSpec& spec);
   void destroyWorld(World* w) override;
 
   const std::shared_ptr<CompletionQueue>& completions() const override { return cq_; }
@@ -63,10 +62,10 @@ class Context : public WorldOwner {
  private:
   // The rendezvous, the backend's connections and the commit; again for a
   // newer incarnation that replaced the one joined, until the deadline.
-  std::shared_ptr<World> formWorld(const std::string& name, int rank, int size, Backend backend, int device,
-                                   Deadline deadline);
+  std::shared_ptr<World> formWorld(const WorldSpec& spec, const WorldSettings& settings, Deadline deadline);
   std::unique_ptr<WorldBackend> connectBackend(const Incarnation& inc, const std::shared_ptr<UcxContext>& ucx_context,
-                                               int rank, Backend backend, int device, Deadline deadline);
+                                               const WorldSpec& spec, const WorldSettings& settings,
+                                               Deadline deadline);
 
   const Config cfg_;
   const Keys keys_;

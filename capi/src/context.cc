@@ -23,20 +23,6 @@ MW_API void mw_context_free(mw_context_t* c) noexcept {
   }
 }
 
-MW_API mw_status_t mw_world_create(mw_context_t* c, const char* name, int rank, int size,
-                                   mw_backend_t backend, int device, int timeout_ms,
-                                   mw_world_t** out) noexcept {
-  return guarded([&] {
-    requireNonNull(c, "ctx");
-    requireNonNull(name, "name");
-    requireNonNull(out, "out");
-    *out = nullptr;
-    *out = handle(ctx(c)->createWorld(name, rank, size, static_cast<Backend>(enumValue(backend)),
-                                      device, timeout_ms));
-    return MW_OK;
-  });
-}
-
 MW_API mw_status_t mw_world_destroy(mw_world_t* w) noexcept {
   return guarded([&] {
     if (w) world(w)->owner().destroyWorld(world(w));

@@ -3,6 +3,7 @@
 #include <cstddef>
 
 #include "capi/src/boundary.h"
+#include "capi/src/sized_struct.h"
 
 using namespace mw;
 using namespace mw::capi;
@@ -29,26 +30,6 @@ OpKind opKind(int v) {
 // Every field up to and including user_data: the first version's size.
 constexpr size_t kOpFirstSize = offsetof(mw_op_t, user_data) + sizeof(uint64_t);
 static_assert(kOpFirstSize == sizeof(mw_op_t), "mw_op_t has grown: accept both sizes");
-// A size past this is no mw_op_t of any version, only a caller's bug.
-constexpr size_t kOpMaxSize = 4096;
-
-// As the kernel's clone3 and openat2 do: a larger struct from a newer
-// caller is fine while everything this version does not know is zero.
-void checkOpSize(const mw_op_t* op) {
-  if (op->size < kOpFirstSize || op->size > kOpMaxSize) {
-    throw Error(Status::InvalidArgument, "mw_op_t size " + std::to_string(op->size) +
-                                             " is not sizeof(mw_op_t) (" + std::to_string(sizeof(mw_op_t)) +
-                                             " in this library's header)");
-  }
-  const auto* bytes = reinterpret_cast<const unsigned char*>(op);
-  for (size_t i = sizeof(mw_op_t); i < op->size; ++i) {
-    if (bytes[i] != 0) {
-      throw Error(Status::Unsupported, "mw_op_t of size " + std::to_string(op->size) +
-                                           " sets fields past byte " + std::to_string(sizeof(mw_op_t)) +
-                                           " that this library does not know");
-    }
-  }
-}
 
 // The enums by reference: a C caller's out-of-range value is read as bytes
 // (enumValue), never loaded as the enum type.
@@ -75,9 +56,10 @@ MW_API mw_status_t mw_submit(mw_world_t* w, const mw_op_t* op, mw_request_t** re
     requireNonNull(op, "op");
     requireNonNull(req, "req");
     *req = nullptr;
-    checkOpSize(op);
-    OpDesc d = desc(opKind(enumValue(op->kind)), op->sendbuf, op->recvbuf, op->count, op->dtype, op->op, op->peer);
-    *req = handle(world(w)->submit(d, op->user_data));
+    mw_op_t o;
+    readSized(&o, sizeof o, op, op->size, kOpFirstSize, "mw_op_t");
+    OpDesc d = desc(opKind(enumValue(o.kind)), o.sendbuf, o.recvbuf, o.count, o.dtype, o.op, o.peer);
+    *req = handle(world(w)->submit(d, o.user_data));
     return MW_OK;
   });
 }

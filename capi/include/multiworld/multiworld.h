@@ -52,8 +52,10 @@
 
 /* The library version, defined here and nowhere else. */
 #define MW_VERSION_MAJOR 0
-#define MW_VERSION_MINOR 1
+#define MW_VERSION_MINOR 2
 #define MW_VERSION_PATCH 0
+/* One number for comparisons: major * 10000 + minor * 100 + patch. */
+#define MW_VERSION_CODE (MW_VERSION_MAJOR * 10000 + MW_VERSION_MINOR * 100 + MW_VERSION_PATCH)
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -181,10 +183,82 @@ MW_API void mw_context_free(mw_context_t* ctx) MW_NOEXCEPT; /* destroys remainin
  * down, or a record in Redis that is not the library's -> MW_ERR_STORE
  * naming the key. Each successful creation is
  * a new incarnation (epoch) of the name, so a name can be created again
- * after its previous incarnation broke. */
+ * after its previous incarnation broke. Equal to mw_world_create_with with
+ * these arguments and every other setting at its default. */
 MW_API mw_status_t mw_world_create(mw_context_t* ctx, const char* name, int rank, int size,
                                    mw_backend_t backend, int device, int timeout_ms,
                                    mw_world_t** out) MW_NOEXCEPT;
+
+/* World creation from a parameters struct: mw_world_create's arguments plus
+ * the settings a world may take from its context or set for itself. Start
+ * from MW_WORLD_PARAMS_INIT and set what differs:
+ *
+ *   mw_world_params_t p = MW_WORLD_PARAMS_INIT;
+ *   p.name = "train"; p.rank = rank; p.world_size = 4;
+ *   mw_status_t s = mw_world_create_with(ctx, &p, &world);
+ *
+ * Growth (as NCCL's ncclConfig_t and mw_op_t): `size`, `magic` and
+ * `version` are the macro's. Fields are only ever added at the end. The
+ * library reads the caller's first `size` bytes: fields past them (a caller
+ * built against an older header) take their defaults, and bytes past the
+ * fields this library knows (a newer caller) must be zero, else
+ * MW_ERR_UNSUPPORTED naming the byte. A size below the first version's
+ * (through timeout_ms), a wrong magic or a zero version is
+ * MW_ERR_INVALID_ARGUMENT: the struct was not made from
+ * MW_WORLD_PARAMS_INIT. Every setting's 0 means "as the context says".
+ * `name` is read during the call only. Errors are those of mw_world_create,
+ * plus MW_ERR_INVALID_ARGUMENT naming a setting this library cannot honour. */
+#define MW_WORLD_PARAMS_MAGIC 0x6d77706d /* "mwpm" */
+
+/* Path failover (config key path_failover) for one world. ON needs the
+ * context's path_failover on, and a UCX or NCCL world (MW_ERR_INVALID_ARGUMENT
+ * otherwise); it then runs wherever every member publishes two or more data
+ * addresses. OFF: this world's data takes one path even where the context
+ * has several, and since the members decide alike from what each publishes,
+ * one member's OFF puts the whole world on one path. */
+typedef enum {
+  MW_PATH_FAILOVER_DEFAULT = 0, /* the context's path_failover */
+  MW_PATH_FAILOVER_ON = 1,
+  MW_PATH_FAILOVER_OFF = 2
+} mw_path_failover_t;
+
+/* The same-host path (members on one host moving data through memory rather
+ * than the network) is reserved: this library has none, so DEFAULT and OFF
+ * are accepted and mean the network paths, and AUTO is refused with
+ * MW_ERR_INVALID_ARGUMENT. A library that has the path takes AUTO, and
+ * DEFAULT then follows the context's setting. */
+typedef enum {
+  MW_SAME_HOST_PATH_DEFAULT = 0,
+  MW_SAME_HOST_PATH_AUTO = 1,
+  MW_SAME_HOST_PATH_OFF = 2
+} mw_same_host_path_t;
+
+typedef struct mw_world_params {
+  size_t size;           /* sizeof(mw_world_params_t), from MW_WORLD_PARAMS_INIT */
+  uint32_t magic;        /* MW_WORLD_PARAMS_MAGIC */
+  uint32_t version;      /* MW_VERSION_CODE of the caller's header */
+  const char* name;      /* as mw_world_create's, required */
+  int rank;
+  int world_size;        /* mw_world_create's `size` */
+  mw_backend_t backend;  /* default MW_BACKEND_UCX */
+  int device;            /* CUDA ordinal for NCCL, default 0 */
+  int timeout_ms;        /* for the members to join; default -1 (forever) */
+  /* Up to here: the first version. */
+  int op_timeout_ms;     /* 0: the context's op_timeout_ms; -1: no limit for
+                            this world; > 0: this world's limit */
+  mw_path_failover_t path_failover;
+  mw_same_host_path_t same_host_path;
+} mw_world_params_t;
+
+#define MW_WORLD_PARAMS_INIT                                                        \
+  {                                                                                 \
+    sizeof(mw_world_params_t), MW_WORLD_PARAMS_MAGIC, MW_VERSION_CODE, NULL, -1, 0, \
+        MW_BACKEND_UCX, 0, -1, 0, MW_PATH_FAILOVER_DEFAULT, MW_SAME_HOST_PATH_DEFAULT \
+  }
+
+MW_API mw_status_t mw_world_create_with(mw_context_t* ctx, const mw_world_params_t* params,
+                                        mw_world_t** out) MW_NOEXCEPT;
+
 /* Bounded time, never hangs, healthy or broken. Pending requests complete
  * with MW_ERR_CANCELLED. Not collective: the other members see the world
  * break once what this member sent them has arrived, so an operation of

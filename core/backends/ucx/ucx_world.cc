@@ -56,7 +56,8 @@ struct UcxWorld::Control {
 };
 
 std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, RedisPool& pool,
-                                            const Incarnation& inc, int rank, int size, Deadline deadline) {
+                                            const Incarnation& inc, int rank, int size, bool path_failover,
+                                            Deadline deadline) {
   if (size > ucxtag::kMaxRanks) {
     throw Error(Status::Unsupported, "UCX worlds have at most " + std::to_string(ucxtag::kMaxRanks) +
                                          " members; size " + std::to_string(size) + " was asked for");
@@ -75,11 +76,13 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
   self.listen_port = ucx->links().listenPort();
   self.world_id = id;
   for (size_t i = 0; i < ucx->paths().size(); ++i) {
-    const bool worker = i < engine.pathCount();
+    // A path without a worker's port makes every member decide against
+    // failover below.
+    const bool worker = path_failover && i < engine.pathCount();
     self.paths.push_back(UcxPath{ucx->paths()[i], worker ? ucx->pathListenPort(i) : uint16_t{0},
                                  worker ? ucx->probePort(i) : uint16_t{0}});
   }
-  if (ucx->router()) {
+  if (ucx->router() && path_failover) {
     // Before the record is out: a peer may send as soon as it read it.
     UcxEngine::Lock lock = engine.lock();
     w->failover_ = std::make_shared<UcxFailover>(engine, *ucx->router(), id, rank, size, ucx->pathTimeout(),

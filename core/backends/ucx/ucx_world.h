@@ -41,9 +41,12 @@ class UcxWorld : public WorldBackend {
   // where this member's context listens, connects to every higher rank and
   // waits for the lower ranks' endpoints (ucx_links.h). Throws Error
   // (Timeout, Store, Backend, Unsupported, WorldBroken), or MovedOn when
-  // the incarnation ends while it waits (core/store/kv_store.h).
+  // the incarnation ends while it waits (core/store/kv_store.h). Without
+  // `path_failover` this member publishes no path workers, so every member
+  // of the world runs it on one path.
   static std::unique_ptr<UcxWorld> connect(std::shared_ptr<UcxContext> ucx, RedisPool& pool,
-                                           const Incarnation& inc, int rank, int size, Deadline deadline);
+                                           const Incarnation& inc, int rank, int size, bool path_failover,
+                                           Deadline deadline);
   ~UcxWorld() override;
 
   void start(World& world) override;

@@ -3,8 +3,11 @@
 // bindings/rust/multiworld-sys/generate-bindings.sh. Do not edit.
 
 pub const MW_VERSION_MAJOR: u32 = 0;
-pub const MW_VERSION_MINOR: u32 = 1;
+pub const MW_VERSION_MINOR: u32 = 2;
 pub const MW_VERSION_PATCH: u32 = 0;
+pub const MW_VERSION_CODE: u32 = 200;
+pub const MW_WORLD_PARAMS_MAGIC: u32 = 1836544109;
+pub type __uint32_t = ::std::os::raw::c_uint;
 pub const MW_OK: mw_status_t = 0;
 pub const MW_IN_PROGRESS: mw_status_t = 1;
 pub const MW_ERR_INVALID_ARGUMENT: mw_status_t = -1;
@@ -114,6 +117,255 @@ extern "C" {
         backend: mw_backend_t,
         device: ::std::os::raw::c_int,
         timeout_ms: ::std::os::raw::c_int,
+        out: *mut *mut mw_world_t,
+    ) -> mw_status_t;
+}
+pub const MW_PATH_FAILOVER_DEFAULT: mw_path_failover_t = 0;
+pub const MW_PATH_FAILOVER_ON: mw_path_failover_t = 1;
+pub const MW_PATH_FAILOVER_OFF: mw_path_failover_t = 2;
+pub type mw_path_failover_t = ::std::os::raw::c_uint;
+pub const MW_SAME_HOST_PATH_DEFAULT: mw_same_host_path_t = 0;
+pub const MW_SAME_HOST_PATH_AUTO: mw_same_host_path_t = 1;
+pub const MW_SAME_HOST_PATH_OFF: mw_same_host_path_t = 2;
+pub type mw_same_host_path_t = ::std::os::raw::c_uint;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mw_world_params {
+    pub size: usize,
+    pub magic: u32,
+    pub version: u32,
+    pub name: *const ::std::os::raw::c_char,
+    pub rank: ::std::os::raw::c_int,
+    pub world_size: ::std::os::raw::c_int,
+    pub backend: mw_backend_t,
+    pub device: ::std::os::raw::c_int,
+    pub timeout_ms: ::std::os::raw::c_int,
+    pub op_timeout_ms: ::std::os::raw::c_int,
+    pub path_failover: mw_path_failover_t,
+    pub same_host_path: mw_same_host_path_t,
+}
+#[test]
+fn bindgen_test_layout_mw_world_params() {
+    assert_eq!(
+        ::std::mem::size_of::<mw_world_params>(),
+        56usize,
+        concat!("Size of: ", stringify!(mw_world_params))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mw_world_params>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mw_world_params))
+    );
+    fn test_field_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(size)
+            )
+        );
+    }
+    test_field_size();
+    fn test_field_magic() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).magic) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(magic)
+            )
+        );
+    }
+    test_field_magic();
+    fn test_field_version() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).version) as usize - ptr as usize
+            },
+            12usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(version)
+            )
+        );
+    }
+    test_field_version();
+    fn test_field_name() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(name)
+            )
+        );
+    }
+    test_field_name();
+    fn test_field_rank() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).rank) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(rank)
+            )
+        );
+    }
+    test_field_rank();
+    fn test_field_world_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).world_size) as usize - ptr as usize
+            },
+            28usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(world_size)
+            )
+        );
+    }
+    test_field_world_size();
+    fn test_field_backend() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).backend) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(backend)
+            )
+        );
+    }
+    test_field_backend();
+    fn test_field_device() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).device) as usize - ptr as usize
+            },
+            36usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(device)
+            )
+        );
+    }
+    test_field_device();
+    fn test_field_timeout_ms() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).timeout_ms) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(timeout_ms)
+            )
+        );
+    }
+    test_field_timeout_ms();
+    fn test_field_op_timeout_ms() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).op_timeout_ms) as usize - ptr as usize
+            },
+            44usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(op_timeout_ms)
+            )
+        );
+    }
+    test_field_op_timeout_ms();
+    fn test_field_path_failover() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).path_failover) as usize - ptr as usize
+            },
+            48usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(path_failover)
+            )
+        );
+    }
+    test_field_path_failover();
+    fn test_field_same_host_path() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_world_params>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).same_host_path) as usize - ptr as usize
+            },
+            52usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_world_params),
+                "::",
+                stringify!(same_host_path)
+            )
+        );
+    }
+    test_field_same_host_path();
+}
+pub type mw_world_params_t = mw_world_params;
+extern "C" {
+    pub fn mw_world_create_with(
+        ctx: *mut mw_context_t,
+        params: *const mw_world_params_t,
         out: *mut *mut mw_world_t,
     ) -> mw_status_t;
 }

@@ -629,8 +629,16 @@ fn drop_frees_everything_200_worlds() {
 
 #[test]
 fn errors_and_library_info() {
-    assert_eq!(multiworld::version(), (0, 1, 0));
-    assert_eq!(multiworld::version_string(), "0.1.0");
+    let header = (
+        multiworld::sys::MW_VERSION_MAJOR as i32,
+        multiworld::sys::MW_VERSION_MINOR as i32,
+        multiworld::sys::MW_VERSION_PATCH as i32,
+    );
+    assert_eq!(multiworld::version(), header);
+    assert_eq!(
+        multiworld::version_string(),
+        format!("{}.{}.{}", header.0, header.1, header.2)
+    );
     assert_eq!(multiworld::status_string(-5), "MW_ERR_WORLD_BROKEN");
     assert!(multiworld::backend_available(Backend::Gloo));
     assert!(
