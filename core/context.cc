@@ -268,12 +268,14 @@ void Context::wake() {
 
 void Context::worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,
                           bool announce) {
-  events_.push(Event{Event::Type::WorldBroken, w, w->name(), peer_rank, Status::WorldBroken, detail});
+  events_.push(Event{Event::Type::WorldBroken, w, w->name(), peer_rank, Status::WorldBroken, detail, {}});
   if (announce) watchdog_->announce(*w, peer_rank, detail);
 }
 
-void Context::pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const std::string& detail) {
-  events_.push(Event{up ? Event::Type::PathUp : Event::Type::PathDown, w, w->name(), peer_rank, Status::Ok, detail});
+void Context::pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const PathChange& path,
+                          const std::string& detail) {
+  events_.push(
+      Event{up ? Event::Type::PathUp : Event::Type::PathDown, w, w->name(), peer_rank, Status::Ok, detail, path});
 }
 
 }  // namespace mw

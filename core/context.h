@@ -55,7 +55,8 @@ class Context : public WorldOwner {
   int fd() { return readiness_->fd(); }
   void wake();
 
-  void pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const std::string& detail) override;
+  void pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const PathChange& path,
+                   const std::string& detail) override;
   void worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,
                    bool announce) override;
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/path_change.h"
 #include "core/wake_signal.h"
 
 namespace mw {
@@ -25,6 +26,7 @@ struct Event {
   int peer_rank = -1;
   Status reason = Status::Ok;
   std::string detail;
+  PathChange path;  // PathDown and PathUp only
 };
 
 class EventQueue {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/op.h"
+#include "core/path_change.h"
 #include "core/world_backend.h"
 
 namespace mw {
@@ -29,7 +30,8 @@ class WorldOwner {
   virtual void destroyWorld(World* w) = 0;
   // A data path of `w` to `peer_rank` went down or came back; the world
   // lives on either way (MW_EVENT_PATH_DOWN / MW_EVENT_PATH_UP).
-  virtual void pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const std::string& detail) = 0;
+  virtual void pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const PathChange& path,
+                           const std::string& detail) = 0;
   virtual const std::shared_ptr<CompletionQueue>& completions() const = 0;
 };
 

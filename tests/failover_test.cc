@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -159,6 +161,31 @@ bool eventNames(const MemberBoard& b, mw_event_type_t type, int64_t since, const
   return false;
 }
 
+// Every path event of member `i` since `since` is about link k as its
+// fields say it, not only its text: path k, between member i's address on
+// that link and the peer's. A PATH_DOWN found by silence counts, in its
+// fields, the messages its text says were outstanding.
+void expectPathFields(const MemberBoard& b, int i, int64_t since, int k) {
+  const std::string subnet = "10.71." + std::to_string(k + 1) + ".";
+  int n = std::min(b.n_events.load(), MemberBoard::kMaxEvents);
+  for (int j = 0; j < n; ++j) {
+    const auto& e = b.events[j];
+    if (e.at_ns < since || (e.type != MW_EVENT_PATH_DOWN && e.type != MW_EVENT_PATH_UP)) continue;
+    SCOPED_TRACE("member " + std::to_string(i) + ": '" + e.detail + "'");
+    EXPECT_EQ(e.path_index, k);
+    EXPECT_EQ(std::string(e.local_address), subnet + std::to_string(i + 1));
+    EXPECT_EQ(std::string(e.remote_address), subnet + std::to_string(e.peer_rank + 1));
+    const char* said = std::strstr(e.detail, "(path_timeout_ms; ");
+    if (e.type == MW_EVENT_PATH_DOWN && said) {
+      const unsigned long long outstanding = std::strtoull(said + std::strlen("(path_timeout_ms; "), nullptr, 10);
+      EXPECT_EQ(e.outstanding_messages, outstanding);
+      if (outstanding > 0) {
+        EXPECT_GT(e.outstanding_bytes, 0u);
+      }
+    }
+  }
+}
+
 // Cuts member r's link 0, then (once it is back) its link 1, while the n
 // members' traffic runs: delivery resumes over the other link, a link that
 // carried the traffic when it was cut is reported down (naming its
@@ -185,6 +212,7 @@ void cutEachLinkInTurn(Lab& lab, int r, Cut how, const MemberBoard* b, int n, in
         if (b[i].countEvents(MW_EVENT_PATH_DOWN, at) == 0) continue;
         EXPECT_TRUE(eventNames(b[i], MW_EVENT_PATH_DOWN, at, address))
             << "member " << i << ": no PATH_DOWN naming " << address << eventsOf(b, n, at);
+        expectPathFields(b[i], i, at, k);
       }
     }
     ASSERT_TRUE(cut(lab, lab.link(r, k), how, false));
@@ -196,6 +224,7 @@ void cutEachLinkInTurn(Lab& lab, int r, Cut how, const MemberBoard* b, int n, in
         if (b[i].countEvents(MW_EVENT_PATH_DOWN, at) == 0) continue;
         EXPECT_TRUE(eventually([&] { return b[i].countEvents(MW_EVENT_PATH_UP, at) > 0; }, 20s))
             << "member " << i << " saw the path down and never up" << eventsOf(b, n, at);
+        expectPathFields(b[i], i, at, k);
       }
       std::this_thread::sleep_for(300ms);
     }

@@ -44,7 +44,7 @@ StoreLink::Connected StoreLink::connect(const std::function<void(RedisConnection
     MW_LOG(LogLevel::Warn, "redis %s is reachable again%s", master_.c_str(),
            how.master_changed ? " (a new master)" : "");
     events_.push(Event{Event::Type::StoreUp, nullptr, "", -1, Status::Ok,
-                       how.master_changed ? "redis reachable again: new master " + master_ : "redis reachable again"});
+                       how.master_changed ? "redis reachable again: new master " + master_ : "redis reachable again", {}});
   }
   return how;
 }
@@ -64,7 +64,7 @@ void StoreLink::lost(const std::string& why, bool retry_at_once) {
   }
   if (was_up) {
     MW_LOG(LogLevel::Warn, "redis unreachable, worlds keep running: %s", why.c_str());
-    events_.push(Event{Event::Type::StoreDown, nullptr, "", -1, Status::Store, why.substr(0, 255)});
+    events_.push(Event{Event::Type::StoreDown, nullptr, "", -1, Status::Store, why.substr(0, 255), {}});
   }
 }
 

@@ -64,12 +64,13 @@ class Member {
   // long for this world's break event (when a request was first to show the
   // break).
   void drainEvents(int wait_ms = 0) {
-    mw_event_t ev;
+    mw_event_info_t ev;
     const int64_t end = monotonicNs() + wait_ms * 1000000LL;
     for (;;) {
       const int64_t left_ms = (end - monotonicNs()) / 1000000;
       const bool waiting = broken_ && !break_event_ && left_ms > 0;
-      if (mw_next_event(ctx_, &ev, waiting ? static_cast<int>(left_ms) : 0) != MW_OK) break;
+      ev.size = sizeof ev;
+      if (mw_next_event_info(ctx_, &ev, waiting ? static_cast<int>(left_ms) : 0) != MW_OK) break;
       int i = board_.n_events.load();
       if (i < MemberBoard::kMaxEvents) {
         BoardEvent& e = board_.events[i];
@@ -77,6 +78,13 @@ class Member {
         e.peer_rank = ev.peer_rank;
         e.at_ns = monotonicNs();
         std::snprintf(e.detail, sizeof e.detail, "%.*s", static_cast<int>(sizeof e.detail - 1), ev.detail);
+        e.path_index = ev.path_index;
+        std::snprintf(e.local_address, sizeof e.local_address, "%.*s", static_cast<int>(sizeof e.local_address - 1),
+                      ev.local_address);
+        std::snprintf(e.remote_address, sizeof e.remote_address, "%.*s",
+                      static_cast<int>(sizeof e.remote_address - 1), ev.remote_address);
+        e.outstanding_messages = ev.outstanding_messages;
+        e.outstanding_bytes = ev.outstanding_bytes;
         board_.n_events.store(i + 1);
       }
       if (ev.type == MW_EVENT_WORLD_BROKEN && ev.world == world_) {

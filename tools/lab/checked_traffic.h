@@ -23,7 +23,13 @@ struct BoardEvent {
   mw_event_type_t type;
   int peer_rank;
   int64_t at_ns;
-  char detail[120];
+  char detail[200];
+  // Path events' fields (mw_event_info_t).
+  int path_index;
+  char local_address[48];
+  char remote_address[48];
+  uint64_t outstanding_messages;
+  uint64_t outstanding_bytes;
 };
 
 struct MemberBoard {

@@ -444,6 +444,45 @@ typedef struct {
 /* MW_ERR_TIMEOUT if none arrived within timeout_ms (0 = just look, -1 = forever). */
 MW_API mw_status_t mw_next_event(mw_context_t* ctx, mw_event_t* out, int timeout_ms) MW_NOEXCEPT;
 
+/* The same events as mw_next_event (one queue: each event goes to whichever
+ * of the two calls takes it first), with room to grow and, for
+ * MW_EVENT_PATH_DOWN / MW_EVENT_PATH_UP, the path's facts as fields, so that
+ * no program parses `detail`. The caller sets `size` to
+ * sizeof(mw_event_info_t) as it was compiled; the library writes only the
+ * first `size` bytes (a caller built against an older header gets the
+ * fields it knows) and zeroes what lies past the fields it knows (a newer
+ * caller then reads its fields as absent). A size below
+ * offsetof(mw_event_info_t, world), or above 4096, is
+ * MW_ERR_INVALID_ARGUMENT, checked before an event is taken.
+ * Strings are copied into the struct, NUL-terminated, truncated to the
+ * field's size (world names are at most 128 chars, so only `detail` can be
+ * cut short); nothing in it points into the library except `world`, a
+ * handle as in mw_event_t. */
+typedef struct mw_event_info {
+  size_t size;          /* set by the caller: sizeof(mw_event_info_t) */
+  mw_event_type_t type;
+  mw_world_t* world;    /* NULL for store events and for destroyed worlds */
+  uint64_t world_epoch; /* the world's incarnation (mw_world_epoch), 0 for store events */
+  char world_name[129];
+  int peer_rank;        /* the member blamed, or whose path changed; -1 if unknown */
+  mw_status_t reason;
+  char detail[1024];    /* for people, not programs */
+  /* MW_EVENT_PATH_DOWN / MW_EVENT_PATH_UP; for other events path_index is
+   * -1, the addresses are empty and the counts 0. */
+  int path_index;                 /* the path to peer_rank: its place in this context's
+                                     data_addresses, from 0 */
+  char local_address[256];        /* this member's address of the path */
+  char remote_address[256];       /* peer_rank's address of the path */
+  uint64_t outstanding_messages;  /* messages this member held for peer_rank when the
+                                     path changed: sent, and not yet acknowledged (or
+                                     still held by UCX); they go again on the next path
+                                     when this one carried them. 0 on a member that
+                                     only receives from peer_rank */
+  uint64_t outstanding_bytes;     /* their payload bytes */
+} mw_event_info_t;
+/* MW_ERR_TIMEOUT if none arrived within timeout_ms (0 = just look, -1 = forever). */
+MW_API mw_status_t mw_next_event_info(mw_context_t* ctx, mw_event_info_t* out, int timeout_ms) MW_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif

@@ -249,6 +249,17 @@ std::string UcxFailover::unackedSummary(const Peer& p) const {
          (o.acked ? "acknowledged" : "unacknowledged") + (o.in_ucx ? " and still in UCX" : "");
 }
 
+PathChange UcxFailover::pathChange(const Peer& p, const Path& path) const {
+  PathChange c;
+  c.index = static_cast<int>(path.index);
+  c.local_address = path.local_ip;
+  c.remote_address = path.peer_ip;
+  // As unackedSummary counts them.
+  c.outstanding_messages = p.unacked.size();
+  for (const auto& o : p.unacked) c.outstanding_bytes += o->bytes;
+  return c;
+}
+
 // Every message not acknowledged goes again, in order, on the current
 // path; the receiver drops what it already has.
 void UcxFailover::retransmit(Peer& p) {

@@ -57,15 +57,15 @@
 #include "core/backends/ucx/ucx_path_wire.h"
 #include "core/backends/ucx/ucx_peer_info.h"
 #include "core/deadline.h"
+#include "core/path_change.h"
 
 namespace mw {
 
 class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
  public:
   struct Hooks {
-    // A path to `peer` (its address `peer_ip`) went down or came back;
-    // `detail` names it.
-    std::function<void(int peer, bool up, const std::string& peer_ip, const std::string& detail)> path_changed;
+    // A path to `peer` went down or came back; `detail` names it.
+    std::function<void(int peer, bool up, const PathChange& path, const std::string& detail)> path_changed;
     // Every path to `peer` stayed silent past the member timeout; `peer`
     // is this member's own rank when it reaches no peer of its context at
     // all (it is the one cut off).
@@ -212,6 +212,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   void chooseAgain(Peer& p);
   void retransmit(Peer& p);
   std::string unackedSummary(const Peer& p) const;
+  PathChange pathChange(const Peer& p, const Path& path) const;
   void probe(Peer& p, Path& path);
   void startReach(Peer& p, Path& path);
   void onReach(int peer, size_t path, bool reached);

@@ -47,7 +47,11 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
   // A process that died is a member fault: its world breaks (through the
   // link that watches it), nothing is retried.
   if (hooks_.gone && hooks_.gone(peer)) return;
-  if (closed_ || !moveTo(p, path, PathState::Seeking)) return;
+  if (closed_) return;
+  // What was outstanding as the fault was found, before closing the
+  // endpoint settles what UCX held.
+  const PathChange change = pathChange(p, path);
+  if (!moveTo(p, path, PathState::Seeking)) return;
   path.announced = true;
   path.probes = 0;
   path.down_since = Clock::now();
@@ -63,7 +67,9 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
   // by then, so what those completions send goes the new way.
   closeEndpoint(ep, serial);
   MW_LOG(LogLevel::Info, "%s is down: %s (%zu connections shut down)", pathName(p, path).c_str(), why.c_str(), shut);
-  if (hooks_.path_changed) hooks_.path_changed(peer, false, path.peer_ip, pathName(p, path) + " is down: " + why);
+  if (hooks_.path_changed) {
+    hooks_.path_changed(peer, false, change, pathName(p, path) + " is down: " + why);
+  }
   if (closed_) return;
   if (was_current && moved) retransmit(p);
   router_.pathFailed(index);
@@ -232,7 +238,9 @@ void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
   p.reported_unreachable = false;
   if (announced) {
     MW_LOG(LogLevel::Info, "%s is up again", pathName(p, path).c_str());
-    if (hooks_.path_changed) hooks_.path_changed(peer, true, path.peer_ip, pathName(p, path) + " carries traffic again");
+    if (hooks_.path_changed) {
+      hooks_.path_changed(peer, true, pathChange(p, path), pathName(p, path) + " carries traffic again");
+    }
   }
   if (moved && !closed_) retransmit(p);
 }

@@ -172,9 +172,9 @@ void UcxWorld::start(World& world) {
 
 void UcxWorld::startFailover() {
   UcxFailover::Hooks hooks;
-  hooks.path_changed = [this](int peer, bool up, const std::string& peer_ip, const std::string& detail) {
-    ucx_->notePath(world_->name(), peer, peer_ip, up);
-    world_->owner().pathChanged(world_->shared_from_this(), peer, up, detail);
+  hooks.path_changed = [this](int peer, bool up, const PathChange& path, const std::string& detail) {
+    ucx_->notePath(world_->name(), peer, path.remote_address, up);
+    world_->owner().pathChanged(world_->shared_from_this(), peer, up, path, detail);
   };
   hooks.unreachable = [this](int peer, const std::string& detail) { transportFailed(peer, detail); };
   hooks.gone = [this](int peer) {

@@ -953,3 +953,261 @@ extern "C" {
         timeout_ms: ::std::os::raw::c_int,
     ) -> mw_status_t;
 }
+#[repr(C)]
+pub struct mw_event_info {
+    pub size: usize,
+    pub type_: mw_event_type_t,
+    pub world: *mut mw_world_t,
+    pub world_epoch: u64,
+    pub world_name: [::std::os::raw::c_char; 129usize],
+    pub peer_rank: ::std::os::raw::c_int,
+    pub reason: mw_status_t,
+    pub detail: [::std::os::raw::c_char; 1024usize],
+    pub path_index: ::std::os::raw::c_int,
+    pub local_address: [::std::os::raw::c_char; 256usize],
+    pub remote_address: [::std::os::raw::c_char; 256usize],
+    pub outstanding_messages: u64,
+    pub outstanding_bytes: u64,
+}
+#[test]
+fn bindgen_test_layout_mw_event_info() {
+    assert_eq!(
+        ::std::mem::size_of::<mw_event_info>(),
+        1728usize,
+        concat!("Size of: ", stringify!(mw_event_info))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mw_event_info>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mw_event_info))
+    );
+    fn test_field_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(size)
+            )
+        );
+    }
+    test_field_size();
+    fn test_field_type() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).type_) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(type_)
+            )
+        );
+    }
+    test_field_type();
+    fn test_field_world() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).world) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(world)
+            )
+        );
+    }
+    test_field_world();
+    fn test_field_world_epoch() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).world_epoch) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(world_epoch)
+            )
+        );
+    }
+    test_field_world_epoch();
+    fn test_field_world_name() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).world_name) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(world_name)
+            )
+        );
+    }
+    test_field_world_name();
+    fn test_field_peer_rank() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).peer_rank) as usize - ptr as usize
+            },
+            164usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(peer_rank)
+            )
+        );
+    }
+    test_field_peer_rank();
+    fn test_field_reason() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reason) as usize - ptr as usize
+            },
+            168usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(reason)
+            )
+        );
+    }
+    test_field_reason();
+    fn test_field_detail() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).detail) as usize - ptr as usize
+            },
+            172usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(detail)
+            )
+        );
+    }
+    test_field_detail();
+    fn test_field_path_index() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).path_index) as usize - ptr as usize
+            },
+            1196usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(path_index)
+            )
+        );
+    }
+    test_field_path_index();
+    fn test_field_local_address() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).local_address) as usize - ptr as usize
+            },
+            1200usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(local_address)
+            )
+        );
+    }
+    test_field_local_address();
+    fn test_field_remote_address() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).remote_address) as usize - ptr as usize
+            },
+            1456usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(remote_address)
+            )
+        );
+    }
+    test_field_remote_address();
+    fn test_field_outstanding_messages() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).outstanding_messages) as usize - ptr as usize
+            },
+            1712usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(outstanding_messages)
+            )
+        );
+    }
+    test_field_outstanding_messages();
+    fn test_field_outstanding_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_event_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).outstanding_bytes) as usize - ptr as usize
+            },
+            1720usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_event_info),
+                "::",
+                stringify!(outstanding_bytes)
+            )
+        );
+    }
+    test_field_outstanding_bytes();
+}
+pub type mw_event_info_t = mw_event_info;
+extern "C" {
+    pub fn mw_next_event_info(
+        ctx: *mut mw_context_t,
+        out: *mut mw_event_info_t,
+        timeout_ms: ::std::os::raw::c_int,
+    ) -> mw_status_t;
+}
