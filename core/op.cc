@@ -68,6 +68,18 @@ void bufferBlocks(const OpDesc& op, int rank, int size, size_t& send_blocks, siz
 
 }  // namespace
 
+OpDesc canonicalOp(OpDesc op) {
+  if (op.kind == OpKind::Barrier) {
+    op.count = 0;
+    op.dtype = DType::UInt8;
+    op.sendbuf = nullptr;
+    op.recvbuf = nullptr;
+  }
+  if (!reduces(op.kind)) op.redop = RedOp::Sum;
+  if (op.kind != OpKind::Send && op.kind != OpKind::Recv && !rooted(op.kind)) op.peer = -1;
+  return op;
+}
+
 void validateOp(const OpDesc& op, int rank, int size) {
   if (!isValidDType(static_cast<int>(op.dtype))) {
     bad(op, "dtype " + std::to_string(static_cast<int>(op.dtype)) + " is not a mw_dtype_t (0..9)");

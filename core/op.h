@@ -37,5 +37,10 @@ struct OpResult {
 // reduction, a peer or root outside the world, a NULL buffer that the
 // operation needs on this rank, or a byte size that overflows size_t.
 void validateOp(const OpDesc& op, int rank, int size);
+// `op` with the fields its kind does not use set to one value (a barrier's
+// count, dtype and buffers; the reduction of an operation that does not
+// reduce; the peer of one that has none), so that members that passed
+// different values there still issue the same operation.
+OpDesc canonicalOp(OpDesc op);
 
 }  // namespace mw

@@ -34,7 +34,8 @@ int World::blamedRank() const {
   return broken_peer_;
 }
 
-Request* World::submit(const OpDesc& op, uint64_t user_data) {
+Request* World::submit(const OpDesc& desc, uint64_t user_data) {
+  const OpDesc op = canonicalOp(desc);
   validateOp(op, id_.rank, id_.size);
   std::lock_guard<std::mutex> issue(issue_m_);
   const WorldState now = state();

@@ -280,6 +280,45 @@ TEST(Submit, DescriptorSizeAndKindAreChecked) {
   }));
 }
 
+// The header says fields an operation does not use are ignored: members
+// that put different values there (a zeroed descriptor against the
+// *_async wrappers) still run the same barrier, allreduce and broadcast.
+TEST(Submit, FieldsTheOperationDoesNotUseAreIgnored) {
+  mwtest::RedisServer redis;
+  const std::string url = redis.url();
+  ASSERT_TRUE(mwtest::runRanks(2, [&](int rank) -> int {
+    mwtest::Member m;
+    MWT_REQUIRE(m.join(url, "submit-unused", rank, 2));
+    int32_t x = rank + 1, sum = 0, b = rank == 0 ? 7 : 0;
+    mw_request_t* r = nullptr;
+    if (rank == 0) {
+      mw_op_t o = op(MW_OP_BARRIER, &x, &sum, 3, static_cast<mw_dtype_t>(42), 1, 0);
+      o.op = static_cast<mw_redop_t>(9);
+      MWT_CHECK(mw_submit(m.world, &o, &r));
+      MWT_CHECK(mwtest::waitAndFree(r));
+      o = op(MW_OP_ALLREDUCE, &x, &sum, 1, MW_INT32, 1, 0);
+      MWT_CHECK(mw_submit(m.world, &o, &r));
+      MWT_CHECK(mwtest::waitAndFree(r));
+      o = op(MW_OP_BROADCAST, nullptr, &b, 1, MW_INT32, 0, 0);
+      o.op = MW_MAX;
+      MWT_CHECK(mw_submit(m.world, &o, &r));
+      MWT_CHECK(mwtest::waitAndFree(r));
+    } else {
+      MWT_CHECK(mw_barrier_async(m.world, &r));
+      MWT_CHECK(mwtest::waitAndFree(r));
+      MWT_CHECK(mw_allreduce_async(m.world, &x, &sum, 1, MW_INT32, MW_SUM, &r));
+      MWT_CHECK(mwtest::waitAndFree(r));
+      MWT_CHECK(mw_broadcast_async(m.world, &b, 1, MW_INT32, 0, &r));
+      MWT_CHECK(mwtest::waitAndFree(r));
+    }
+    MWT_REQUIRE(sum == 3 && b == 7);
+    // Neither leaves before the other is done: leaving breaks the world.
+    MWT_CHECK(mw_barrier_async(m.world, &r));
+    MWT_CHECK(mwtest::waitAndFree(r));
+    return 0;
+  }));
+}
+
 // A finished request is not affected; a pending operation is taken back
 // (UCX receives) or breaks its world, and every member hears of it.
 TEST(Cancel, FinishedIsUntouchedPendingIsTakenBackOrBreaksTheWorld) {
