@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/op.h"
 #include "core/progress_driver.h"
 
 namespace mw {
@@ -36,6 +37,18 @@ class Request : public std::enable_shared_from_this<Request> {
   uint64_t userData() const noexcept { return user_data_.load(std::memory_order_relaxed); }
   const std::shared_ptr<World>& world() const noexcept { return world_; }
 
+  // What the request runs, set once before it is handed to the backend
+  // (mw_poll_info reports it): its kind and, for a receive, its buffer's
+  // bytes.
+  void describe(OpKind kind, size_t recv_bytes) noexcept {
+    kind_ = kind;
+    recv_bytes_ = recv_bytes;
+  }
+  OpKind kind() const noexcept { return kind_; }
+  // The bytes a receive that succeeded wrote (a receive matches only a
+  // send of its own size); 0 for anything else, and while in progress.
+  size_t receivedBytes() noexcept { return kind_ == OpKind::Recv && test() == Status::Ok ? recv_bytes_ : 0; }
+
   // Called once by whoever finishes the operation; later calls are ignored.
   void complete(Status status, const std::string& detail = std::string());
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
@@ -58,6 +71,8 @@ class Request : public std::enable_shared_from_this<Request> {
   std::shared_ptr<Request> caller_ref_;
   std::atomic<uint64_t> user_data_;
   std::atomic<bool> finished_{false};  // status_ is final; read without the lock
+  OpKind kind_ = OpKind::Barrier;
+  size_t recv_bytes_ = 0;
 
   std::mutex m_;
   std::condition_variable cv_;

@@ -44,6 +44,7 @@ Request* World::submit(const OpDesc& desc, uint64_t user_data) {
     throw Error(f.status, f.detail);
   }
   Request* r = Request::create(shared_from_this(), owner_.completions(), user_data, backend_->driver());
+  r->describe(op.kind, op.kind == OpKind::Recv ? op.count * dtypeSize(op.dtype) : 0);
   try {
     backend_->submit(op, r->shared_from_this());
   } catch (const TransportError& e) {

@@ -1,9 +1,17 @@
+#include <cstddef>
+
 #include "capi/src/boundary.h"
+#include "capi/src/sized_struct.h"
 
 using namespace mw;
 using namespace mw::capi;
 
 namespace {
+
+// The smallest element a caller may pass: up to and including status.
+constexpr size_t kCompletionInfoFirstSize = offsetof(mw_completion_info_t, kind);
+static_assert(offsetof(mw_completion_info_t, status) == offsetof(mw_completion_t, status),
+              "mw_completion_info_t starts as mw_completion_t");
 
 // A final error status also leaves the request's reason as the last error.
 mw_status_t reportRequest(Request* r, Status s) {
@@ -91,6 +99,34 @@ MW_API mw_status_t mw_poll(mw_context_t* c, mw_completion_t* out, size_t max, in
       out[i].world = liveHandle(r->world());
       out[i].user_data = r->userData();
       out[i].status = toC(r->test());
+    }
+    *n_out = done.size();
+    return MW_OK;
+  });
+}
+
+MW_API mw_status_t mw_poll_info(mw_context_t* c, mw_completion_info_t* out, size_t elem_size, size_t max,
+                                int timeout_ms, size_t* n_out) noexcept {
+  return guarded([&] {
+    requireNonNull(n_out, "n_out");
+    *n_out = 0;
+    requireNonNull(c, "ctx");
+    if (max > 0) requireNonNull(out, "out");
+    checkStructSize(elem_size, sizeof(mw_completion_info_t), kCompletionInfoFirstSize, "mw_completion_info_t");
+    auto timeout = timeoutArg(timeout_ms, "timeout_ms");
+    auto done = ctx(c)->poll(max, timeout);
+    auto* bytes = reinterpret_cast<unsigned char*>(out);
+    for (size_t i = 0; i < done.size(); ++i) {
+      Request* r = done[i].get();
+      mw_completion_info_t info{};
+      info.request = handle(r);
+      info.world = liveHandle(r->world());
+      info.user_data = r->userData();
+      info.status = toC(r->test());
+      info.kind = static_cast<mw_op_kind_t>(static_cast<int>(r->kind()));
+      info.bytes = r->receivedBytes();
+      writeSized(bytes + i * elem_size, elem_size, &info, sizeof info, kCompletionInfoFirstSize,
+                 "mw_completion_info_t");
     }
     *n_out = done.size();
     return MW_OK;

@@ -70,6 +70,7 @@ MW_API mw_status_t mw_next_event_info(mw_context_t* c, mw_event_info_t* out, int
     checkStructSize(given, sizeof(mw_event_info_t), kEventInfoFirstSize, "mw_event_info_t");
     auto e = nextEvent(c, timeout_ms);
     mw_event_info_t info{};
+    info.size = given;
     fill(info, *e);
     writeSized(out, given, &info, sizeof info, kEventInfoFirstSize, "mw_event_info_t");
     return MW_OK;

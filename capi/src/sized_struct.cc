@@ -31,11 +31,8 @@ void readSized(void* dst, size_t known, const void* src, size_t given, size_t fi
 
 void writeSized(void* dst, size_t given, const void* src, size_t known, size_t first, const char* type) {
   checkStructSize(given, known, first, type);
-  // The size field (the first) is the caller's.
   auto* out = static_cast<unsigned char*>(dst);
-  const auto* in = static_cast<const unsigned char*>(src);
-  const size_t n = given < known ? given : known;
-  std::memcpy(out + sizeof(size_t), in + sizeof(size_t), n - sizeof(size_t));
+  std::memcpy(out, src, given < known ? given : known);
   if (given > known) std::memset(out + known, 0, given - known);
 }
 

@@ -29,7 +29,8 @@ void readSized(void* dst, size_t known, const void* src, size_t given, size_t fi
 // Checks the caller's `given` (as readSized, minus the trailing bytes) and
 // fills its struct at `dst` with `src`, this library's struct of `known`
 // bytes: a caller built against an older header gets the prefix it knows,
-// a newer one gets zero past `known`. The caller's size field is kept.
+// a newer one gets zero past `known`. A struct with a size field gets it
+// from `src`: set it to `given` there.
 void writeSized(void* dst, size_t given, const void* src, size_t known, size_t first, const char* type);
 
 }  // namespace mw::capi

@@ -409,6 +409,32 @@ typedef struct {
 MW_API mw_status_t mw_poll(mw_context_t* ctx, mw_completion_t* out, size_t max, int timeout_ms,
                            size_t* n_out) MW_NOEXCEPT;
 
+/* mw_poll with completions that can grow: the caller passes the size of
+ * its array's elements, elem_size = sizeof(mw_completion_info_t) as it was
+ * compiled. Element i starts at byte i * elem_size of `out`; the library
+ * writes its first elem_size bytes (a caller built against an older header
+ * gets the fields it knows) and zeroes whatever lies past the fields it
+ * knows (a newer caller reads its fields as absent). The first four fields
+ * are mw_completion_t's, in its layout: elem_size = sizeof(mw_completion_t)
+ * works too. elem_size below offsetof(mw_completion_info_t, kind) or above
+ * 4096 is MW_ERR_INVALID_ARGUMENT, checked before anything is taken.
+ * Receives: a receive takes exactly its sender's byte size (see the
+ * operations above); a receive into a larger buffer is not offered,
+ * because NCCL's receive has no such form, so it would be a host-only
+ * feature. `bytes` is there so that a version which offers it changes no
+ * struct. The same queue as mw_poll: each completion goes to one call. */
+typedef struct mw_completion_info {
+  mw_request_t* request; /* still owned by the caller: free it */
+  mw_world_t* world;     /* NULL once that world was destroyed */
+  uint64_t user_data;
+  mw_status_t status;
+  mw_op_kind_t kind;     /* what the request ran */
+  size_t bytes;          /* MW_OP_RECV completed MW_OK: the bytes received into its
+                            buffer (count * the dtype's size); else 0 */
+} mw_completion_info_t;
+MW_API mw_status_t mw_poll_info(mw_context_t* ctx, mw_completion_info_t* out, size_t elem_size, size_t max,
+                                int timeout_ms, size_t* n_out) MW_NOEXCEPT;
+
 /* An fd an event loop can wait on (epoll, tokio, Go's netpoller, asyncio):
  * readable while at least one completion (for mw_poll) or event (for
  * mw_next_event) of this context is queued, level-triggered. The caller

@@ -808,6 +808,141 @@ extern "C" {
         n_out: *mut usize,
     ) -> mw_status_t;
 }
+#[repr(C)]
+pub struct mw_completion_info {
+    pub request: *mut mw_request_t,
+    pub world: *mut mw_world_t,
+    pub user_data: u64,
+    pub status: mw_status_t,
+    pub kind: mw_op_kind_t,
+    pub bytes: usize,
+}
+#[test]
+fn bindgen_test_layout_mw_completion_info() {
+    assert_eq!(
+        ::std::mem::size_of::<mw_completion_info>(),
+        40usize,
+        concat!("Size of: ", stringify!(mw_completion_info))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mw_completion_info>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mw_completion_info))
+    );
+    fn test_field_request() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_completion_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).request) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_completion_info),
+                "::",
+                stringify!(request)
+            )
+        );
+    }
+    test_field_request();
+    fn test_field_world() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_completion_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).world) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_completion_info),
+                "::",
+                stringify!(world)
+            )
+        );
+    }
+    test_field_world();
+    fn test_field_user_data() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_completion_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).user_data) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_completion_info),
+                "::",
+                stringify!(user_data)
+            )
+        );
+    }
+    test_field_user_data();
+    fn test_field_status() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_completion_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).status) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_completion_info),
+                "::",
+                stringify!(status)
+            )
+        );
+    }
+    test_field_status();
+    fn test_field_kind() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_completion_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).kind) as usize - ptr as usize
+            },
+            28usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_completion_info),
+                "::",
+                stringify!(kind)
+            )
+        );
+    }
+    test_field_kind();
+    fn test_field_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_completion_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).bytes) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_completion_info),
+                "::",
+                stringify!(bytes)
+            )
+        );
+    }
+    test_field_bytes();
+}
+pub type mw_completion_info_t = mw_completion_info;
+extern "C" {
+    pub fn mw_poll_info(
+        ctx: *mut mw_context_t,
+        out: *mut mw_completion_info_t,
+        elem_size: usize,
+        max: usize,
+        timeout_ms: ::std::os::raw::c_int,
+        n_out: *mut usize,
+    ) -> mw_status_t;
+}
 extern "C" {
     pub fn mw_context_fd(ctx: *mut mw_context_t, fd_out: *mut ::std::os::raw::c_int)
         -> mw_status_t;
