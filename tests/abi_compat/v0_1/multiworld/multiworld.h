@@ -1,0 +1,373 @@
+/*
+ * multiworld: elastic, fault-isolated process groups ("worlds") with a
+ * stable C ABI.
+ *
+ * This is the only public header. Conventions:
+ *   - Functions that can fail return mw_status_t; details are in
+ *     mw_last_error(), a thread-local message of the calling thread.
+ *   - Handles are opaque. Output parameters come last. *_free / *_destroy
+ *     accept NULL.
+ *   - No function throws, aborts or calls exit(), whatever its input.
+ *
+ * Thread safety: every function may be called from any thread, at the same
+ * time as any other function, with these exceptions:
+ *   - mw_world_destroy(w) must not run concurrently with any other call that
+ *     passes the same world handle `w`; after it returns `w` is invalid.
+ *   - mw_context_free(ctx) must not run concurrently with any other call on
+ *     that context or on its worlds and requests; it destroys the context's
+ *     remaining worlds, so their handles become invalid too.
+ *   - mw_request_free(r) must not run concurrently with another call on `r`.
+ *   - mw_config_set on one config must not race with itself or with
+ *     mw_context_new reading that config.
+ *
+ * Ordering: on one world, sends and collectives run in the order they were
+ * issued, like work on a CUDA stream; the receives from each peer run in
+ * the order they were issued, independently of everything else, so a
+ * receive posted long before its message arrives never holds up sends,
+ * collectives or receives from other peers. Point-to-point transfers are
+ * posted to the peer at issue time, so a send and its matching recv never
+ * wait on each other's issue order. Collectives must be issued in the same
+ * order on every member; p2p between a pair is matched in FIFO order.
+ *
+ * UCX worlds (the host backend): the same order as above. A member that
+ * leaves (mw_world_destroy) breaks the world for the others only after what
+ * it sent arrived: operations in flight still finish with it, and a receive
+ * of a message it sent before leaving still succeeds on the broken world.
+ *
+ * NCCL worlds: every operation of a world, receives included, is queued on
+ * the world's one CUDA stream in issue order, exactly as with NCCL itself.
+ * A receive therefore holds up what was issued after it until its message
+ * arrives: two members that both post a receive before their send wait on
+ * each other forever. Issue the pair in matching order (or use separate
+ * worlds for the two directions). Buffers are device memory of the
+ * world's device; host memory is refused with MW_ERR_INVALID_ARGUMENT. A
+ * send and a recv of different sizes between two members are NCCL's
+ * undefined behaviour (to self they fail with MW_ERR_INVALID_ARGUMENT).
+ */
+#ifndef MULTIWORLD_MULTIWORLD_H
+#define MULTIWORLD_MULTIWORLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The library version, defined here and nowhere else. */
+#define MW_VERSION_MAJOR 0
+#define MW_VERSION_MINOR 1
+#define MW_VERSION_PATCH 0
+
+#if defined(_WIN32)
+#define MW_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define MW_API __attribute__((visibility("default")))
+#else
+#define MW_API
+#endif
+
+#ifdef __cplusplus
+#define MW_NOEXCEPT noexcept
+extern "C" {
+#else
+#define MW_NOEXCEPT
+#endif
+
+typedef enum {
+  MW_OK = 0,
+  MW_IN_PROGRESS = 1,            /* mw_test: request not finished yet */
+  MW_ERR_INVALID_ARGUMENT = -1,
+  MW_ERR_NOT_FOUND = -2,
+  MW_ERR_ALREADY_EXISTS = -3,    /* e.g. a rank of a world claimed twice */
+  MW_ERR_TIMEOUT = -4,
+  MW_ERR_WORLD_BROKEN = -5,      /* a member failed; the world is unusable */
+  MW_ERR_STORE = -6,             /* Redis unreachable, auth failure, bad data */
+  MW_ERR_BACKEND = -7,           /* NCCL/Gloo error not attributed to a peer */
+  MW_ERR_UNSUPPORTED = -8,       /* e.g. NCCL not built in, no GPU, dtype/op combo */
+  MW_ERR_CANCELLED = -9,         /* request's world was destroyed */
+  MW_ERR_INTERNAL = -10,
+  MW_ERR_NO_MEMORY = -11
+} mw_status_t;
+
+/* Host buffers: MW_BACKEND_UCX (the default choice: UCX endpoints with peer
+ * error handling, TCP on one host, TCP or RDMA across hosts, one progress
+ * engine per context) or MW_BACKEND_GLOO (TCP, a thread per world; kept as a baseline).
+ * GPU buffers: MW_BACKEND_NCCL. */
+typedef enum { MW_BACKEND_GLOO = 1, MW_BACKEND_NCCL = 2, MW_BACKEND_UCX = 3 } mw_backend_t;
+
+/* Element types, 0..9. MW_FLOAT16 is IEEE binary16, MW_BFLOAT16 is the upper
+ * half of a binary32; both are reduced on the CPU through float32 with
+ * round-to-nearest-even back to 16 bits. */
+typedef enum {
+  MW_INT8, MW_UINT8, MW_INT32, MW_UINT32, MW_INT64, MW_UINT64,
+  MW_FLOAT16, MW_BFLOAT16, MW_FLOAT32, MW_FLOAT64
+} mw_dtype_t;
+
+/* Reduction operations, 0..4. MW_AVG is the sum divided by the world size;
+ * on integer dtypes the division truncates toward zero (as C's `/`), and
+ * the sum wraps modulo 2^bits like unsigned arithmetic. */
+typedef enum { MW_SUM, MW_PROD, MW_MIN, MW_MAX, MW_AVG } mw_redop_t;
+
+typedef enum { MW_WORLD_READY = 1, MW_WORLD_BROKEN = 2 } mw_world_state_t;
+
+typedef struct mw_config mw_config_t;
+typedef struct mw_context mw_context_t;
+typedef struct mw_world mw_world_t;
+typedef struct mw_request mw_request_t;
+
+/* ---- library ------------------------------------------------------------ */
+MW_API const char* mw_version_string(void) MW_NOEXCEPT;
+MW_API void mw_version(int* major, int* minor, int* patch) MW_NOEXCEPT;
+MW_API const char* mw_status_string(mw_status_t s) MW_NOEXCEPT;
+/* Never NULL. May be stale after a later successful call. */
+MW_API const char* mw_last_error(void) MW_NOEXCEPT;
+/* 1 if the backend is compiled in and usable on this machine, else 0. */
+MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
+
+/* ---- configuration ------------------------------------------------------
+ * String keys, string values. Keys:
+ *   redis_url             "redis://[user:pass@]host:port[/db]" or
+ *                         "unix:///path/to.sock"; default: env MW_REDIS_URL,
+ *                         else redis://127.0.0.1:6379
+ *   namespace             key prefix in Redis, default "mw"
+ *                         (1..64 chars of [A-Za-z0-9._:-])
+ *   heartbeat_interval_ms how often this process refreshes its heartbeat and
+ *                         checks its peers', default 100
+ *   heartbeat_timeout_ms  a peer from which this process has read no new
+ *                         heartbeat for this long (by its own clock) breaks
+ *                         every world it shares with us, default 1000
+ *   op_timeout_ms         an operation running longer breaks its world;
+ *                         0 = no limit (default)
+ *   bind_address          IP or host name the Gloo transport listens on;
+ *                         default: env MW_BIND_ADDRESS, else this host's name
+ *                         (UCX chooses its devices; UCX_* variables apply)
+ *   log_level             off, error, warn (default), info, debug
+ *   store_timeout_ms      one Redis round trip, default 2000
+ *   spin_us               how long mw_wait and mw_poll spin, driving the
+ *                         progress of UCX worlds on the calling thread,
+ *                         before they sleep; 0 = never spin, default 20
+ *   max_world_size        the largest size mw_world_create accepts (a larger
+ *                         one is MW_ERR_INVALID_ARGUMENT before Redis is
+ *                         touched), default 65536
+ * Unknown key or unparsable value -> MW_ERR_INVALID_ARGUMENT.
+ */
+MW_API mw_status_t mw_config_new(mw_config_t** out) MW_NOEXCEPT;
+MW_API mw_status_t mw_config_set(mw_config_t* cfg, const char* key, const char* value) MW_NOEXCEPT;
+MW_API void mw_config_free(mw_config_t* cfg) MW_NOEXCEPT;
+
+/* ---- context ------------------------------------------------------------
+ * One per process is typical; owns the Redis connections, the heartbeat and
+ * watchdog thread and the completion queue. `cfg` is copied; NULL means
+ * defaults. Fails with MW_ERR_STORE when Redis cannot be reached.
+ * Signals: the transports write to sockets whose peer may die. The
+ * library's own threads run with SIGPIPE blocked; writes can also happen on
+ * the caller's thread, so when SIGPIPE still has its default disposition
+ * the first context sets it to SIG_IGN (as gRPC does); a handler installed
+ * by the program is kept. */
+MW_API mw_status_t mw_context_new(const mw_config_t* cfg, mw_context_t** out) MW_NOEXCEPT;
+MW_API void mw_context_free(mw_context_t* ctx) MW_NOEXCEPT; /* destroys remaining worlds */
+
+/* ---- worlds -------------------------------------------------------------
+ * Collective over the `size` members: blocks until every rank joined or
+ * timeout_ms passed (MW_ERR_TIMEOUT). `device` is the CUDA ordinal for NCCL
+ * and ignored for UCX and Gloo. Names: 1..128 chars of [A-Za-z0-9._:-].
+ * UCX worlds have at most 65536 members (MW_ERR_UNSUPPORTED beyond).
+ * NCCL: the backend lives in a plugin, libmultiworld-nccl.so.<major>,
+ * loaded on first use from $MW_NCCL_PLUGIN, else next to this library,
+ * else the loader's search path. Without the plugin, a CUDA driver or a
+ * device, mw_backend_available(MW_BACKEND_NCCL) is 0 and creation fails
+ * with MW_ERR_UNSUPPORTED saying which; a device outside the visible ones
+ * is MW_ERR_INVALID_ARGUMENT.
+ * Errors: a rank already claimed by a live process -> MW_ERR_ALREADY_EXISTS;
+ * members disagreeing on `size` -> MW_ERR_INVALID_ARGUMENT on every member
+ * that is waiting; size > max_world_size -> MW_ERR_INVALID_ARGUMENT; Redis
+ * down, or a record in Redis that is not the library's -> MW_ERR_STORE
+ * naming the key. Each successful creation is
+ * a new incarnation (epoch) of the name, so a name can be created again
+ * after its previous incarnation broke. */
+MW_API mw_status_t mw_world_create(mw_context_t* ctx, const char* name, int rank, int size,
+                                   mw_backend_t backend, int device, int timeout_ms,
+                                   mw_world_t** out) MW_NOEXCEPT;
+/* Bounded time, never hangs, healthy or broken. Pending requests complete
+ * with MW_ERR_CANCELLED. Not collective: the other members see the world
+ * break once what this member sent them has arrived, so an operation of
+ * theirs that still needed this member fails with MW_ERR_WORLD_BROKEN;
+ * agree on the last operation (e.g. wait for a final message) before
+ * leaving. Redis records that this member left, so the name can be
+ * formed again without it. */
+MW_API mw_status_t mw_world_destroy(mw_world_t* world) MW_NOEXCEPT;
+MW_API mw_world_state_t mw_world_state(const mw_world_t* world) MW_NOEXCEPT;
+MW_API int mw_world_rank(const mw_world_t* world) MW_NOEXCEPT;   /* -1 for NULL */
+MW_API int mw_world_size(const mw_world_t* world) MW_NOEXCEPT;   /* -1 for NULL */
+MW_API const char* mw_world_name(const mw_world_t* world) MW_NOEXCEPT; /* "" for NULL */
+/* The incarnation number Redis gave this world at creation (>= 1). */
+MW_API uint64_t mw_world_epoch(const mw_world_t* world) MW_NOEXCEPT;
+
+/* ---- operations ---------------------------------------------------------
+ * All return at once; the buffers must stay valid and unmodified until the
+ * request completes. Counts are in elements of `dt`; count 0 is allowed.
+ *   send/recv        the recv's byte size must equal the send's; otherwise
+ *                    the recv completes with MW_ERR_INVALID_ARGUMENT naming
+ *                    both sizes (its buffer's contents are then
+ *                    unspecified), the send completes with MW_OK as in
+ *                    MPI, and the world stays usable. One message moves
+ *                    at most 2^36-1 bytes on Gloo.
+ *   broadcast        `count` elements from root's buf into everyone's buf.
+ *   allreduce        `count` elements.
+ *   reduce           result in root's recvbuf; recvbuf is ignored elsewhere.
+ *   allgather        recvbuf holds size * sendcount elements, rank-major.
+ *   gather           root's recvbuf holds size * sendcount elements.
+ *   scatter          root's sendbuf holds size * recvcount elements.
+ *   reduce_scatter   sendbuf holds size * recvcount elements; this rank gets
+ *                    the reduced block `rank`.
+ *   alltoall         both buffers hold size * count elements; block j of
+ *                    sendbuf goes to rank j.
+ * In place (sendbuf == recvbuf): allreduce and reduce reduce in place;
+ * allgather and gather take this rank's contribution from its block of
+ * recvbuf; scatter leaves root's block where it is; reduce_scatter writes
+ * the result to the start of the buffer; alltoall exchanges in place.
+ * On a broken world these fail at once with MW_ERR_WORLD_BROKEN (UCX: except
+ * a receive whose message a member that left sent before leaving). */
+MW_API mw_status_t mw_send_async(mw_world_t* w, const void* buf, size_t count, mw_dtype_t dt,
+                                 int dst, mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_recv_async(mw_world_t* w, void* buf, size_t count, mw_dtype_t dt,
+                                 int src, mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_broadcast_async(mw_world_t* w, void* buf, size_t count, mw_dtype_t dt,
+                                      int root, mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_allreduce_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                      size_t count, mw_dtype_t dt, mw_redop_t op,
+                                      mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_reduce_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                   size_t count, mw_dtype_t dt, mw_redop_t op, int root,
+                                   mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_allgather_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                      size_t sendcount, mw_dtype_t dt,
+                                      mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_gather_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                   size_t sendcount, mw_dtype_t dt, int root,
+                                   mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_scatter_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                    size_t recvcount, mw_dtype_t dt, int root,
+                                    mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_reduce_scatter_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                           size_t recvcount, mw_dtype_t dt, mw_redop_t op,
+                                           mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_alltoall_async(mw_world_t* w, const void* sendbuf, void* recvbuf,
+                                     size_t count, mw_dtype_t dt,
+                                     mw_request_t** req) MW_NOEXCEPT;
+MW_API mw_status_t mw_barrier_async(mw_world_t* w, mw_request_t** req) MW_NOEXCEPT;
+
+/* One call for every operation, with its user_data fixed at issue time, so
+ * a completion that mw_poll delivers on another thread at once already
+ * carries it. `size` is sizeof(mw_op_t) as the caller compiled it, so the
+ * struct can grow: a library older than the caller's header accepts it when
+ * every byte past the fields it knows is zero (MW_ERR_UNSUPPORTED
+ * otherwise), and a size below this version's first one is
+ * MW_ERR_INVALID_ARGUMENT. Fields the operation does not use are ignored:
+ *   kind             sendbuf  recvbuf  count      op   peer
+ *   SEND             buf      -        count      -    dst
+ *   RECV             -        buf      count      -    src
+ *   BROADCAST        -        buf      count      -    root
+ *   ALLREDUCE        in       out      count      op   -
+ *   REDUCE           in       out      count      op   root
+ *   ALLGATHER        in       out      sendcount  -    -
+ *   GATHER           in       out      sendcount  -    root
+ *   SCATTER          in       out      recvcount  -    root
+ *   REDUCE_SCATTER   in       out      recvcount  op   -
+ *   ALLTOALL         in       out      count      -    -
+ *   BARRIER          -        -        -          -    -
+ * The eleven *_async calls above are this call with user_data 0. */
+typedef enum {
+  MW_OP_SEND, MW_OP_RECV, MW_OP_BROADCAST, MW_OP_ALLREDUCE, MW_OP_REDUCE,
+  MW_OP_ALLGATHER, MW_OP_GATHER, MW_OP_SCATTER, MW_OP_REDUCE_SCATTER,
+  MW_OP_ALLTOALL, MW_OP_BARRIER
+} mw_op_kind_t;
+typedef struct {
+  size_t size;          /* sizeof(mw_op_t) */
+  mw_op_kind_t kind;
+  const void* sendbuf;  /* send, and collectives' input */
+  void* recvbuf;        /* recv, broadcast (in place), collectives' output */
+  size_t count;         /* as in the matching *_async call */
+  mw_dtype_t dtype;
+  mw_redop_t op;
+  int peer;             /* dst, src or root */
+  uint64_t user_data;
+} mw_op_t;
+MW_API mw_status_t mw_submit(mw_world_t* w, const mw_op_t* op, mw_request_t** req) MW_NOEXCEPT;
+
+/* ---- completion ---------------------------------------------------------
+ * A request's final status is reported once to the program: by mw_test or
+ * mw_wait returning it, or by mw_poll delivering it, whichever comes first.
+ * After that mw_test/mw_wait keep returning the same status. */
+MW_API mw_status_t mw_test(mw_request_t* req) MW_NOEXCEPT; /* MW_IN_PROGRESS, MW_OK or the error */
+/* -1 = forever; MW_ERR_TIMEOUT leaves req valid and still running. */
+MW_API mw_status_t mw_wait(mw_request_t* req, int timeout_ms) MW_NOEXCEPT;
+/* mw_poll reports the user_data the request holds when it is delivered: set
+ * it right after issuing and before another thread may poll, or key the
+ * completions by their request handle instead. */
+MW_API void mw_request_set_user_data(mw_request_t* req, uint64_t user_data) MW_NOEXCEPT;
+MW_API uint64_t mw_request_user_data(const mw_request_t* req) MW_NOEXCEPT;
+/* A pending request is detached: it still runs, its completion is dropped. */
+MW_API void mw_request_free(mw_request_t* req) MW_NOEXCEPT;
+/* Cancels a pending request and returns at once; the completion follows
+ * through mw_test, mw_wait and mw_poll as usual. A receive that no message
+ * matched yet completes with MW_ERR_CANCELLED and its world stays usable
+ * (on UCX worlds). Anything already moving data, and every operation that
+ * cannot be taken back (a collective the other members run too; on Gloo
+ * and NCCL worlds every pending operation), breaks its world: the request
+ * completes with MW_ERR_WORLD_BROKEN and the members hear of the break.
+ * Either way the request's buffers are released when it completes. No
+ * effect on a finished request. */
+MW_API mw_status_t mw_request_cancel(mw_request_t* req) MW_NOEXCEPT;
+
+typedef struct {
+  mw_request_t* request; /* still owned by the caller: free it */
+  mw_world_t* world;     /* NULL once that world was destroyed */
+  uint64_t user_data;
+  mw_status_t status;
+} mw_completion_t;
+/* Fills up to `max` completions of this context's requests, each exactly
+ * once; waits up to timeout_ms (0 = just look, -1 = forever) for the first
+ * one. It sleeps, after at most spin_us of driving the progress of UCX
+ * worlds itself. A freed request's completion is never delivered.
+ * Returns MW_OK with *n_out = 0 when the timeout passed with none, or when
+ * mw_context_wake interrupted it. */
+MW_API mw_status_t mw_poll(mw_context_t* ctx, mw_completion_t* out, size_t max, int timeout_ms,
+                           size_t* n_out) MW_NOEXCEPT;
+
+/* An fd an event loop can wait on (epoll, tokio, Go's netpoller, asyncio):
+ * readable while at least one completion (for mw_poll) or event (for
+ * mw_next_event) of this context is queued, level-triggered. The caller
+ * never reads or closes it; it stays valid until mw_context_free. After it
+ * turns readable, drain with mw_poll / mw_next_event with timeout 0.
+ * A completion that mw_test or mw_wait already reported is not queued. */
+MW_API mw_status_t mw_context_fd(mw_context_t* ctx, int* fd_out) MW_NOEXCEPT;
+/* Makes a blocked mw_poll (*n_out = 0) and a blocked mw_next_event
+ * (MW_ERR_TIMEOUT) of this context return at once. A wake that finds no
+ * call blocked is kept for the next blocking call of each kind, so a wake
+ * sent just before a thread blocks is not lost. Safe from any thread. */
+MW_API mw_status_t mw_context_wake(mw_context_t* ctx) MW_NOEXCEPT;
+
+/* ---- events -------------------------------------------------------------
+ * World state changes and store outages, in the order they happened. A
+ * world's MW_EVENT_WORLD_BROKEN is queued before any of its requests
+ * completes with MW_ERR_WORLD_BROKEN. */
+typedef enum {
+  MW_EVENT_WORLD_BROKEN = 1,
+  MW_EVENT_STORE_DOWN = 2,
+  MW_EVENT_STORE_UP = 3,
+  MW_EVENT_PATH_DOWN = 4, /* a data path to peer_rank failed; the world lives on */
+  MW_EVENT_PATH_UP = 5    /* that path carries traffic again */
+} mw_event_type_t;
+typedef struct {
+  mw_event_type_t type;
+  mw_world_t* world; /* NULL for store events and for destroyed worlds */
+  char world_name[129];
+  int peer_rank;      /* the member blamed, -1 if unknown */
+  mw_status_t reason;
+  char detail[256];
+} mw_event_t;
+/* MW_ERR_TIMEOUT if none arrived within timeout_ms (0 = just look, -1 = forever). */
+MW_API mw_status_t mw_next_event(mw_context_t* ctx, mw_event_t* out, int timeout_ms) MW_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MULTIWORLD_MULTIWORLD_H */
