@@ -12,12 +12,12 @@ from .context import Context
 from .errors import (AlreadyExistsError, BackendError, CancelledError, ClosedError, Error, InternalError,
                      InvalidArgumentError, NoMemoryError, NotFoundError, StoreError, TimeoutError,
                      UnsupportedError, WorldBrokenError)
-from .events import Event, EventType
+from .events import Event, EventType, Path
 from .request import Request
 from .world import ReduceOp, World, WorldState
 
 __all__ = [
-    "Context", "World", "Request", "Event", "EventType", "WorldState", "ReduceOp",
+    "Context", "World", "Request", "Event", "EventType", "Path", "WorldState", "ReduceOp",
     "Error", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "TimeoutError", "WorldBrokenError",
     "StoreError", "BackendError", "UnsupportedError", "CancelledError", "InternalError", "NoMemoryError",
     "ClosedError", "backend_available", "library_version", "library_path",

@@ -49,6 +49,14 @@ WORLD_READY, WORLD_BROKEN = 1, 2
 # mw_event_type_t
 EVENT_WORLD_BROKEN, EVENT_STORE_DOWN, EVENT_STORE_UP, EVENT_PATH_DOWN, EVENT_PATH_UP = range(1, 6)
 
+# mw_world_params_t: MW_WORLD_PARAMS_MAGIC, and the MW_VERSION_CODE of the
+# header this package was written against (0.2.0).
+WORLD_PARAMS_MAGIC = 0x6D77706D
+VERSION_CODE = 200
+# mw_path_failover_t, mw_same_host_path_t
+PATH_FAILOVER_DEFAULT, PATH_FAILOVER_ON, PATH_FAILOVER_OFF = range(3)
+SAME_HOST_PATH_DEFAULT, SAME_HOST_PATH_AUTO, SAME_HOST_PATH_OFF = range(3)
+
 
 # ---- structs ------------------------------------------------------------------
 class Op(ctypes.Structure):
@@ -67,6 +75,28 @@ class Event(ctypes.Structure):
     """mw_event_t"""
     _fields_ = [("type", c_int), ("world", c_void_p), ("world_name", c_char * 129), ("peer_rank", c_int),
                 ("reason", c_int), ("detail", c_char * 256)]
+
+
+class WorldParams(ctypes.Structure):
+    """mw_world_params_t"""
+    _fields_ = [("size", c_size_t), ("magic", ctypes.c_uint32), ("version", ctypes.c_uint32), ("name", c_char_p),
+                ("rank", c_int), ("world_size", c_int), ("backend", c_int), ("device", c_int),
+                ("timeout_ms", c_int), ("op_timeout_ms", c_int), ("path_failover", c_int),
+                ("same_host_path", c_int)]
+
+
+class EventInfo(ctypes.Structure):
+    """mw_event_info_t"""
+    _fields_ = [("size", c_size_t), ("type", c_int), ("world", c_void_p), ("world_epoch", c_uint64),
+                ("world_name", c_char * 129), ("peer_rank", c_int), ("reason", c_int), ("detail", c_char * 1024),
+                ("path_index", c_int), ("local_address", c_char * 256), ("remote_address", c_char * 256),
+                ("outstanding_messages", c_uint64), ("outstanding_bytes", c_uint64)]
+
+
+class CompletionInfo(ctypes.Structure):
+    """mw_completion_info_t"""
+    _fields_ = [("request", c_void_p), ("world", c_void_p), ("user_data", c_uint64), ("status", c_int),
+                ("kind", c_int), ("bytes", c_size_t)]
 
 
 def _struct_of(cls):
@@ -137,8 +167,7 @@ class _Lib:
         self.context_free = p("mw_context_free", None, c_void_p)
         self.context_fd = p("mw_context_fd", c_int, c_void_p, POINTER(c_int))
         self.context_wake = p("mw_context_wake", c_int, c_void_p)
-        self.world_create = p("mw_world_create", c_int, c_void_p, c_char_p, c_int, c_int, c_int, c_int, c_int,
-                              POINTER(c_void_p))
+        self.world_create_with = p("mw_world_create_with", c_int, c_void_p, POINTER(WorldParams), POINTER(c_void_p))
         self.world_destroy = p("mw_world_destroy", c_int, c_void_p)
         self.world_state = p("mw_world_state", c_int, c_void_p)
         self.world_epoch = p("mw_world_epoch", c_uint64, c_void_p)
@@ -148,8 +177,8 @@ class _Lib:
         self.wait = p("mw_wait", c_int, c_void_p, c_int)
         self.request_free = p("mw_request_free", None, c_void_p)
         self.request_cancel = p("mw_request_cancel", c_int, c_void_p)
-        self.poll = p("mw_poll", c_int, c_void_p, c_void_p, c_size_t, c_int, POINTER(c_size_t))
-        self.next_event = p("mw_next_event", c_int, c_void_p, POINTER(Event), c_int)
+        self.poll_info = p("mw_poll_info", c_int, c_void_p, c_void_p, c_size_t, c_size_t, c_int, POINTER(c_size_t))
+        self.next_event_info = p("mw_next_event_info", c_int, c_void_p, POINTER(EventInfo), c_int)
 
     def error_message(self):
         """mw_last_error() of this thread, as str."""

@@ -8,6 +8,7 @@ import atexit
 import collections
 import ctypes
 import itertools
+import math
 import operator
 import os
 import threading
@@ -39,6 +40,25 @@ def _integer(what, v):
     except TypeError:
         pass
     raise invalid(f"{what} must be an integer, got {v!r}")
+
+
+def _op_timeout_ms(seconds):
+    """mw_world_params_t.op_timeout_ms: 0 keeps the context's, -1 is no limit."""
+    if seconds is None:
+        return 0
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise invalid(f"op_timeout must be None, math.inf or seconds > 0, got {seconds!r}")
+    if math.isinf(seconds):
+        return -1
+    return min(max(1, int(seconds * 1000)), 2**31 - 1)
+
+
+def _path_failover(on):
+    if on is None:
+        return _capi.PATH_FAILOVER_DEFAULT
+    if not isinstance(on, bool):
+        raise invalid(f"path_failover must be None, True or False, got {on!r}")
+    return _capi.PATH_FAILOVER_ON if on else _capi.PATH_FAILOVER_OFF
 
 
 def _running_loop():
@@ -98,7 +118,7 @@ class Context:
         self._worlds = {}                      # mw_world_t* -> World
         self._loops = weakref.WeakSet()        # asyncio loops watching the fd
         self._drain_lock = threading.Lock()
-        self._completions = (_capi.Completion * _POLL_BATCH)()
+        self._completions = (_capi.CompletionInfo * _POLL_BATCH)()
         self._events = collections.deque(maxlen=_EVENT_BACKLOG)
         self._event_futures = []
         self._event_sleepers = 0               # threads blocked in mw_next_event
@@ -126,11 +146,15 @@ class Context:
         return self._handle is None
 
     # ---- worlds ----------------------------------------------------------------
-    def create_world(self, name, rank, size, backend="ucx", device=0, timeout=30.0):
+    def create_world(self, name, rank, size, backend="ucx", device=0, timeout=30.0, op_timeout=None,
+                     path_failover=None):
         """Forms world `name` with `size` members, this process at `rank`;
         blocks until every member joined (timeout seconds at most).
         backend: "ucx" or "gloo" (host memory), "nccl" (CUDA memory on
-        `device`, an int or a torch.device)."""
+        `device`, an int or a torch.device).
+        This world's own settings (mw_world_params_t), None meaning the
+        context's: op_timeout, seconds an operation may run before it breaks
+        the world (math.inf: no limit); path_failover, True or False."""
         if not isinstance(name, str):
             raise invalid(f"world name must be a str, got {type(name).__name__}")
         if backend not in _capi.BACKENDS:
@@ -140,12 +164,15 @@ class Context:
             raise invalid(f"device {device!r}: an NCCL world needs a CUDA device")
         index = getattr(device, "index", device)  # a torch.device or an int
         device = 0 if index is None else _integer("device", index)
-        ms = timeout_ms(timeout)
+        params = _capi.WorldParams(size=ctypes.sizeof(_capi.WorldParams), magic=_capi.WORLD_PARAMS_MAGIC,
+                                   version=_capi.VERSION_CODE, name=name.encode(), rank=rank, world_size=size,
+                                   backend=_capi.BACKENDS[backend], device=device, timeout_ms=timeout_ms(timeout),
+                                   op_timeout_ms=_op_timeout_ms(op_timeout),
+                                   path_failover=_path_failover(path_failover))
         out = ctypes.c_void_p()
         self._enter()
         try:
-            status = _lib.world_create(self._handle, name.encode(), rank, size, _capi.BACKENDS[backend], device,
-                                       ms, ctypes.byref(out))
+            status = _lib.world_create_with(self._handle, ctypes.byref(params), ctypes.byref(out))
             if status != _capi.OK:
                 raise last_error(status)
             world = World(self, out.value, name, rank, size, backend, device if backend == "nccl" else None)
@@ -208,12 +235,12 @@ class Context:
 
     def _pump_events(self):
         """Moves the library's queued events into ours."""
-        raw = _capi.Event()
+        raw = _capi.EventInfo(size=ctypes.sizeof(_capi.EventInfo))
         got = False
         with self._lock:
             if self._handle is None or self._forked:
                 return
-            while _lib.next_event(self._handle, ctypes.byref(raw), 0) == _capi.OK:
+            while _lib.next_event_info(self._handle, ctypes.byref(raw), 0) == _capi.OK:
                 self._events.append(self._convert_event(raw))
                 got = True
             if not got:
@@ -235,7 +262,7 @@ class Context:
         ev = self._take_event()
         if ev is not None or ms == 0:
             return ev
-        raw = _capi.Event()
+        raw = _capi.EventInfo(size=ctypes.sizeof(_capi.EventInfo))
         while True:
             with self._lock:
                 if self._closing or self._handle is None:
@@ -243,7 +270,7 @@ class Context:
                 self._inflight += 1
                 self._event_sleepers += 1
             try:
-                status = _lib.next_event(self._handle, ctypes.byref(raw), ms)
+                status = _lib.next_event_info(self._handle, ctypes.byref(raw), ms)
                 ev = self._convert_event(raw) if status == _capi.OK else None
             finally:
                 with self._lock:
@@ -381,7 +408,8 @@ class Context:
         batch = self._completions
         while True:
             with self._drain_lock:
-                check(_lib.poll(self._handle, batch, _POLL_BATCH, 0, ctypes.byref(n)))
+                check(_lib.poll_info(self._handle, batch, ctypes.sizeof(_capi.CompletionInfo), _POLL_BATCH, 0,
+                                     ctypes.byref(n)))
                 done = [(batch[i].user_data, batch[i].status, batch[i].request) for i in range(n.value)]
             for key, status, handle in done:
                 req = self._pending.get(key)

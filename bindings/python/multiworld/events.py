@@ -2,6 +2,7 @@
 iterator over them, blocking or asynchronous."""
 
 import asyncio
+import collections
 import enum
 import time
 
@@ -17,33 +18,54 @@ class EventType(enum.IntEnum):
     PATH_UP = _capi.EVENT_PATH_UP
 
 
+class Path(collections.namedtuple("Path", "index local_address remote_address outstanding_messages "
+                                           "outstanding_bytes")):
+    """What a PATH_DOWN / PATH_UP event says of the path to `peer_rank`: its
+    index in the context's data_addresses, this member's and the peer's
+    address of it, and the messages (and their bytes) this member held for
+    the peer, sent and not yet acknowledged, when the path changed."""
+
+    __slots__ = ()
+
+
 class Event:
     """One event. `world` is the World (None for store events and for
-    worlds destroyed since), `world_name` its name, `peer_rank` the member
-    blamed (-1 if unknown), `reason` an mw_status_t, `detail` the text."""
+    worlds destroyed since), `world_name` its name, `world_epoch` its
+    incarnation (0 for store events), `peer_rank` the member blamed or whose
+    path changed (-1 if unknown), `reason` an mw_status_t, `detail` the text
+    (for people), `path` a Path for path events, else None."""
 
-    __slots__ = ("type", "world", "world_name", "peer_rank", "reason", "detail")
+    __slots__ = ("type", "world", "world_name", "world_epoch", "peer_rank", "reason", "detail", "path")
 
-    def __init__(self, type, world, world_name, peer_rank, reason, detail):
+    def __init__(self, type, world, world_name, peer_rank, reason, detail, world_epoch=0, path=None):
         self.type = type
         self.world = world
         self.world_name = world_name
+        self.world_epoch = world_epoch
         self.peer_rank = peer_rank
         self.reason = reason
         self.detail = detail
+        self.path = path
 
     def __repr__(self):
-        return (f"<multiworld.Event {self.type.name} world={self.world_name!r} peer_rank={self.peer_rank} "
+        name = self.type.name if isinstance(self.type, EventType) else self.type
+        path = f" path={tuple(self.path)}" if self.path else ""
+        return (f"<multiworld.Event {name} world={self.world_name!r} peer_rank={self.peer_rank}{path} "
                 f"detail={self.detail!r}>")
 
 
 def convert(raw, world):
+    """An Event from an mw_event_info_t."""
     try:
         kind = EventType(raw.type)
     except ValueError:  # a type newer than this package: keep its number
         kind = raw.type
+    path = None
+    if raw.path_index >= 0:
+        path = Path(raw.path_index, raw.local_address.decode("utf-8", "replace"),
+                    raw.remote_address.decode("utf-8", "replace"), raw.outstanding_messages, raw.outstanding_bytes)
     return Event(kind, world, raw.world_name.decode("utf-8", "replace"), raw.peer_rank, raw.reason,
-                 raw.detail.decode("utf-8", "replace"))
+                 raw.detail.decode("utf-8", "replace"), raw.world_epoch, path)
 
 
 class EventStream:

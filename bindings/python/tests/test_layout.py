@@ -13,6 +13,9 @@ from multiworld import _capi
 # header name -> the package's value
 VALUES = {
     "MW_VERSION_MAJOR": _capi.ABI_MAJOR,
+    "MW_WORLD_PARAMS_MAGIC": _capi.WORLD_PARAMS_MAGIC,
+    **{f"MW_PATH_FAILOVER_{n}": getattr(_capi, f"PATH_FAILOVER_{n}") for n in ("DEFAULT", "ON", "OFF")},
+    **{f"MW_SAME_HOST_PATH_{n}": getattr(_capi, f"SAME_HOST_PATH_{n}") for n in ("DEFAULT", "AUTO", "OFF")},
     "MW_OK": _capi.OK, "MW_IN_PROGRESS": _capi.IN_PROGRESS,
     **{f"MW_ERR_{n}": getattr(_capi, f"ERR_{n}") for n in (
         "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "TIMEOUT", "WORLD_BROKEN", "STORE", "BACKEND",
@@ -28,7 +31,9 @@ VALUES = {
     **{f"MW_EVENT_{n}": getattr(_capi, f"EVENT_{n}") for n in (
         "WORLD_BROKEN", "STORE_DOWN", "STORE_UP", "PATH_DOWN", "PATH_UP")},
 }
-STRUCTS = {"mw_op_t": _capi.Op, "mw_completion_t": _capi.Completion, "mw_event_t": _capi.Event}
+STRUCTS = {"mw_op_t": _capi.Op, "mw_completion_t": _capi.Completion, "mw_event_t": _capi.Event,
+           "mw_world_params_t": _capi.WorldParams, "mw_event_info_t": _capi.EventInfo,
+           "mw_completion_info_t": _capi.CompletionInfo}
 
 
 @pytest.fixture(scope="module")
