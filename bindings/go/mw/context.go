@@ -3,6 +3,12 @@ package mw
 /*
 #include <stdlib.h>
 #include <multiworld/multiworld.h>
+
+// MW_WORLD_PARAMS_INIT is a braced initializer, which cgo cannot use.
+static mw_world_params_t mwgo_world_params(void) {
+  mw_world_params_t p = MW_WORLD_PARAMS_INIT;
+  return p;
+}
 */
 import "C"
 
@@ -255,11 +261,17 @@ func (c *Context) CreateWorld(ctx context.Context, name string, rank, size int, 
 		defer c.mu.RUnlock()
 		cname := C.CString(name)
 		defer C.free(unsafe.Pointer(cname))
+		p := C.mwgo_world_params()
+		p.name = cname
+		p.rank = C.int(rank)
+		p.world_size = C.int(size)
+		p.backend = C.mw_backend_t(backend)
+		p.device = C.int(wo.device)
+		p.timeout_ms = C.int(timeoutMs)
+		p.op_timeout_ms = C.int(wo.opTimeoutMs)
+		p.path_failover = C.mw_path_failover_t(wo.pathFailover)
 		var h *C.mw_world_t
-		err := call(func() C.mw_status_t {
-			return C.mw_world_create(c.h, cname, C.int(rank), C.int(size), C.mw_backend_t(backend),
-				C.int(wo.device), C.int(timeoutMs), &h)
-		})
+		err := call(func() C.mw_status_t { return C.mw_world_create_with(c.h, &p, &h) })
 		var w *World
 		if err == nil {
 			w = newWorld(c, h, backend, wo.device)
@@ -308,9 +320,43 @@ func clampMs(d time.Duration) int {
 // WorldOption configures CreateWorld.
 type WorldOption func(*worldOptions)
 
-type worldOptions struct{ device int }
+type worldOptions struct {
+	device       int
+	opTimeoutMs  int // mw_world_params_t.op_timeout_ms: 0 the context's, -1 none
+	pathFailover int // mw_path_failover_t
+}
 
 // WithDevice sets the CUDA device ordinal of an NCCL world (default 0;
 // ignored by host backends). The world's operations take DeviceBuffers of
 // that device.
 func WithDevice(ordinal int) WorldOption { return func(o *worldOptions) { o.device = ordinal } }
+
+// WithWorldOpTimeout sets this world's op_timeout_ms: an operation running
+// longer breaks the world. d > 0 is the limit (rounded up to a
+// millisecond), d < 0 means no limit even where the context has one, and
+// 0 keeps the context's (the default).
+func WithWorldOpTimeout(d time.Duration) WorldOption {
+	return func(o *worldOptions) {
+		switch {
+		case d < 0:
+			o.opTimeoutMs = -1
+		case d == 0:
+			o.opTimeoutMs = 0
+		default:
+			o.opTimeoutMs = clampMs(d + time.Millisecond - 1)
+		}
+	}
+}
+
+// WithPathFailover turns path failover on or off for this world (default:
+// the context's path_failover). On needs the context's on and a UCX or
+// NCCL world (ErrInvalidArgument otherwise); one member's off puts the
+// whole world on one path.
+func WithPathFailover(on bool) WorldOption {
+	return func(o *worldOptions) {
+		o.pathFailover = int(C.MW_PATH_FAILOVER_OFF)
+		if on {
+			o.pathFailover = int(C.MW_PATH_FAILOVER_ON)
+		}
+	}
+}

@@ -12,11 +12,11 @@ import (
 	"unsafe"
 )
 
-// Completions taken from the library per mw_poll call.
+// Completions taken from the library per mw_poll_info call.
 const maxCompletions = 64
 
 // dispatcher completes requests: one goroutine per Context sleeps in
-// mw_poll with no timeout (a cgo call that holds its OS thread while it
+// mw_poll_info with no timeout (a cgo call that holds its OS thread while it
 // sleeps; nothing is polled on a timer) and hands each completion to its
 // *Request. Close wakes it with mw_context_wake.
 //
@@ -26,7 +26,7 @@ const maxCompletions = 64
 // its *Request. The dispatcher frees every C request handle it delivers.
 type dispatcher struct {
 	ctx   *C.mw_context_t
-	comps *C.mw_completion_t // C array of maxCompletions
+	comps *C.mw_completion_info_t // C array of maxCompletions
 
 	mu      sync.Mutex
 	pending map[uint64]*Request
@@ -39,7 +39,7 @@ type dispatcher struct {
 func newDispatcher(h *C.mw_context_t) *dispatcher {
 	return &dispatcher{
 		ctx:     h,
-		comps:   (*C.mw_completion_t)(C.calloc(maxCompletions, C.sizeof_mw_completion_t)),
+		comps:   (*C.mw_completion_info_t)(C.calloc(maxCompletions, C.sizeof_mw_completion_info_t)),
 		pending: make(map[uint64]*Request),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -55,7 +55,7 @@ func (d *dispatcher) loop() {
 		default:
 		}
 		if d.pollOnce(-1) < 0 {
-			// mw_poll fails only on arguments it never gets from here; do
+			// mw_poll_info fails only on arguments it never gets from here; do
 			// not turn such a bug into a hot loop.
 			select {
 			case <-d.quit:
@@ -66,11 +66,11 @@ func (d *dispatcher) loop() {
 	}
 }
 
-// pollOnce delivers what one mw_poll returns (-1: wait until a completion
+// pollOnce delivers what one mw_poll_info returns (-1: wait until a completion
 // comes or mw_context_wake is called; 0: only look). -1 on failure.
 func (d *dispatcher) pollOnce(timeoutMs int) int {
 	var n C.size_t
-	if C.mw_poll(d.ctx, d.comps, maxCompletions, C.int(timeoutMs), &n) != C.MW_OK {
+	if C.mw_poll_info(d.ctx, d.comps, C.sizeof_mw_completion_info_t, maxCompletions, C.int(timeoutMs), &n) != C.MW_OK {
 		return -1
 	}
 	for _, c := range unsafe.Slice(d.comps, int(n)) {

@@ -120,12 +120,12 @@
 //
 // # Completion
 //
-// Each Context runs one goroutine that sleeps in mw_poll with no timeout
+// Each Context runs one goroutine that sleeps in mw_poll_info with no timeout
 // (a cgo call holding its OS thread while it sleeps) and completes each
 // *Request as the library reports it: no polling interval adds latency and
 // an idle Context uses no CPU. Every operation is issued with mw_submit,
 // its user_data naming its *Request from the start. Events come the same
-// way, from one goroutine sleeping in mw_next_event, started by the first
+// way, from one goroutine sleeping in mw_next_event_info, started by the first
 // call to Events or NextEvent. Close wakes both with mw_context_wake.
 //
 // There are no finalizers: Close every Context, World, Buffer and

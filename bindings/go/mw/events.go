@@ -41,12 +41,23 @@ func (t EventType) String() string {
 // Event is a world state change, a data path change or a store outage,
 // delivered in the order they happened.
 type Event struct {
-	Type      EventType
-	World     *World // nil for store events and for worlds already closed
-	WorldName string
-	PeerRank  int  // the member blamed, -1 if unknown
-	Reason    Code // e.g. ErrWorldBroken; 0 when there is none
-	Detail    string
+	Type       EventType
+	World      *World // nil for store events and for worlds already closed
+	WorldName  string
+	WorldEpoch uint64 // the world's incarnation; 0 for store events
+	PeerRank   int    // the member blamed, or whose path changed; -1 if unknown
+	Reason     Code   // e.g. ErrWorldBroken; 0 when there is none
+	Detail     string // for people, not programs
+	Path       *Path  // EventPathDown and EventPathUp; nil otherwise
+}
+
+// Path is what a path event says of the data path to PeerRank.
+type Path struct {
+	Index               int    // in the context's data_addresses, from 0
+	LocalAddress        string // this member's address of the path
+	RemoteAddress       string // the peer's address of the path
+	OutstandingMessages uint64 // held for the peer, sent and not yet acknowledged, when the path changed
+	OutstandingBytes    uint64 // their payload bytes
 }
 
 func (e Event) String() string {
@@ -57,13 +68,16 @@ func (e Event) String() string {
 	if e.PeerRank >= 0 {
 		s += " peer=" + strconv.Itoa(e.PeerRank)
 	}
+	if e.Path != nil {
+		s += " path=" + strconv.Itoa(e.Path.Index) + " " + e.Path.LocalAddress + "->" + e.Path.RemoteAddress
+	}
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}
 	return s
 }
 
-// NextEvent waits for the next event of the context (mw_next_event), or
+// NextEvent waits for the next event of the context (mw_next_event_info), or
 // until ctx is done (ctx.Err()). Each event goes to one receiver, whether
 // it came through NextEvent or Events. After Close it fails with an error
 // wrapping ErrClosed.
@@ -83,7 +97,7 @@ func (c *Context) NextEvent(ctx context.Context) (Event, error) {
 }
 
 // Events returns the channel carrying the context's events, closed by
-// Close. One goroutine, started on the first call, sleeps in mw_next_event
+// Close. One goroutine, started on the first call, sleeps in mw_next_event_info
 // with no timeout and hands over one event at a time: events nobody reads
 // wait in the library's queue.
 func (c *Context) Events() <-chan Event {
@@ -102,37 +116,54 @@ func (c *Context) Events() <-chan Event {
 }
 
 // pumpEvents feeds evCh until Close, whose mw_context_wake ends the wait
-// in mw_next_event (it then returns MW_ERR_TIMEOUT). Close frees h only
+// in mw_next_event_info (it then returns MW_ERR_TIMEOUT). Close frees h only
 // after this goroutine ended.
 func (c *Context) pumpEvents(h *C.mw_context_t) {
 	defer close(c.evDone)
 	defer close(c.evCh)
-	var ev C.mw_event_t
+	var ev C.mw_event_info_t
 	for {
 		select {
 		case <-c.stop:
 			return
 		default:
 		}
-		err := call(func() C.mw_status_t { return C.mw_next_event(h, &ev, -1) })
+		ev.size = C.sizeof_mw_event_info_t
+		err := call(func() C.mw_status_t { return C.mw_next_event_info(h, &ev, -1) })
 		if errors.Is(err, ErrTimeout) {
 			continue // woken
 		}
 		if err != nil {
 			return // only a bad argument fails, which h never is
 		}
-		e := Event{
-			Type:      EventType(ev._type),
-			World:     c.lookup(ev.world),
-			WorldName: C.GoString(&ev.world_name[0]),
-			PeerRank:  int(ev.peer_rank),
-			Reason:    Code(ev.reason),
-			Detail:    C.GoString(&ev.detail[0]),
-		}
+		e := eventOf(&ev)
+		e.World = c.lookup(ev.world)
 		select {
 		case c.evCh <- e:
 		case <-c.stop:
 			return
 		}
 	}
+}
+
+// eventOf converts an mw_event_info_t, all but its World.
+func eventOf(ev *C.mw_event_info_t) Event {
+	e := Event{
+		Type:       EventType(ev._type),
+		WorldName:  C.GoString(&ev.world_name[0]),
+		WorldEpoch: uint64(ev.world_epoch),
+		PeerRank:   int(ev.peer_rank),
+		Reason:     Code(ev.reason),
+		Detail:     C.GoString(&ev.detail[0]),
+	}
+	if ev.path_index >= 0 {
+		e.Path = &Path{
+			Index:               int(ev.path_index),
+			LocalAddress:        C.GoString(&ev.local_address[0]),
+			RemoteAddress:       C.GoString(&ev.remote_address[0]),
+			OutstandingMessages: uint64(ev.outstanding_messages),
+			OutstandingBytes:    uint64(ev.outstanding_bytes),
+		}
+	}
+	return e
 }
