@@ -12,6 +12,7 @@ use crate::event::Event;
 use crate::request::RequestId;
 use crate::shared::Shared;
 use crate::world::{Backend, World};
+use crate::world_params::WorldParams;
 
 /// Converts an optional timeout to the C API's milliseconds (-1 = forever).
 pub(crate) fn timeout_ms(timeout: Option<Duration>) -> i32 {
@@ -174,23 +175,28 @@ impl Context {
         device: i32,
         timeout: Option<Duration>,
     ) -> Result<World<'_>> {
+        let params = WorldParams::new(name, rank, size)
+            .backend(backend)
+            .device(device)
+            .timeout(timeout);
+        self.create_world_from(&params)
+    }
+
+    /// Creates a world from its [`WorldParams`] (`mw_world_create_with`): the
+    /// arguments of [`create_world_with`](Context::create_world_with) plus
+    /// the settings a world may set for itself (its operation time limit,
+    /// path failover); what it leaves alone keeps the context's value.
+    /// A setting the library cannot honour is [`Error::InvalidArgument`]
+    /// naming it.
+    pub fn create_world_from(&self, params: &WorldParams) -> Result<World<'_>> {
+        let name = params.name.as_str();
         let c_name: CString = cstring(name, "world name")?;
-        let rank_c = to_int(rank, "rank")?;
-        let size_c = to_int(size, "size")?;
+        let rank_c = to_int(params.rank, "rank")?;
+        let size_c = to_int(params.size, "size")?;
+        let raw_params = params.to_raw(c_name.as_ptr(), rank_c, size_c);
         let mut raw = ptr::null_mut();
-        // SAFETY: live context, NUL-terminated name, valid out-pointer.
-        let status = unsafe {
-            sys::mw_world_create(
-                self.raw,
-                c_name.as_ptr(),
-                rank_c,
-                size_c,
-                backend.to_raw(),
-                device,
-                timeout_ms(timeout),
-                &mut raw,
-            )
-        };
+        // SAFETY: live context, params whose name outlives the call, valid out-pointer.
+        let status = unsafe { sys::mw_world_create_with(self.raw, &raw_params, &mut raw) };
         if status != sys::MW_OK {
             return Err(Error::from_code(status, last_error(), name, None));
         }
@@ -198,7 +204,13 @@ impl Context {
         let actual = unsafe { CStr::from_ptr(sys::mw_world_name(raw)) }
             .to_string_lossy()
             .into_owned();
-        Ok(World::from_raw(self, raw, actual, backend, device))
+        Ok(World::from_raw(
+            self,
+            raw,
+            actual,
+            params.backend,
+            params.device,
+        ))
     }
 
     /// Up to `max` completions of this context's requests that the program
@@ -260,7 +272,7 @@ impl Context {
             .collect())
     }
 
-    /// The next event (`mw_next_event`): world breaks, data path changes and
+    /// The next event (`mw_next_event_info`): world breaks, data path changes and
     /// Redis outages in the order they happened. Waits up to `timeout` (`None`: forever;
     /// `Some(Duration::ZERO)`: just look) and returns `Ok(None)` when none
     /// arrived.

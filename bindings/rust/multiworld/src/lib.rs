@@ -95,6 +95,7 @@ mod request;
 mod scope;
 mod shared;
 mod world;
+mod world_params;
 
 use std::ffi::CStr;
 
@@ -109,17 +110,18 @@ pub use crate::device::{cuda_device_count, DeviceBuffer};
 pub use crate::device::{DeviceSlice, DeviceSliceMut};
 pub use crate::element::{Dtype, Element, BF16, F16};
 pub use crate::error::{Error, Result};
-pub use crate::event::Event;
+pub use crate::event::{DataPath, Event};
 pub use crate::request::{Request, RequestId};
 pub use crate::scope::{scope, Issue, Scope};
 pub use crate::world::{Backend, ReduceOp, World, WorldState};
+pub use crate::world_params::{OpTimeout, WorldParams};
 
 /// The version of the loaded library as `(major, minor, patch)`
 /// (`mw_version`).
 ///
 /// ```no_run
 /// let (major, minor, _) = multiworld::version();
-/// assert_eq!((major, minor), (0, 1));
+/// assert_eq!((major, minor), (0, 2));
 /// ```
 pub fn version() -> (i32, i32, i32) {
     let (mut major, mut minor, mut patch) = (0, 0, 0);
@@ -128,7 +130,7 @@ pub fn version() -> (i32, i32, i32) {
     (major, minor, patch)
 }
 
-/// The version of the loaded library as text, e.g. `"0.1.0"`
+/// The version of the loaded library as text, e.g. `"0.2.0"`
 /// (`mw_version_string`).
 ///
 /// ```no_run

@@ -22,7 +22,7 @@ use crate::poller::Poller;
 /// Events kept for [`Context::next_event`](crate::Context::next_event)
 /// before the oldest are dropped.
 const MAX_QUEUED_EVENTS: usize = 4096;
-/// Completions taken from `mw_poll` at a time.
+/// Completions taken from `mw_poll_info` at a time.
 const BATCH: usize = 64;
 
 /// What the binding knows about one live request, keyed by its handle.
@@ -195,15 +195,25 @@ impl Shared {
         let mut wake = Vec::new();
         let mut arrived = false;
         loop {
-            let mut out: Vec<sys::mw_completion_t> = Vec::with_capacity(BATCH);
+            let mut out: Vec<sys::mw_completion_info_t> = Vec::with_capacity(BATCH);
             let mut n: usize = 0;
-            // SAFETY: `out` has room for BATCH completions; mw_poll writes
-            // the first `n` of them. Timeout 0: it only looks.
-            let status = unsafe { sys::mw_poll(self.ctx(), out.as_mut_ptr(), BATCH, 0, &mut n) };
+            // SAFETY: `out` has room for BATCH completions of the element
+            // size passed; mw_poll_info writes the first `n` of them.
+            // Timeout 0: it only looks.
+            let status = unsafe {
+                sys::mw_poll_info(
+                    self.ctx(),
+                    out.as_mut_ptr(),
+                    std::mem::size_of::<sys::mw_completion_info_t>(),
+                    BATCH,
+                    0,
+                    &mut n,
+                )
+            };
             if status != sys::MW_OK {
                 break;
             }
-            // SAFETY: mw_poll initialised the first `n <= BATCH` entries.
+            // SAFETY: mw_poll_info initialised the first `n <= BATCH` entries.
             unsafe { out.set_len(n.min(BATCH)) };
             let mut st = self.lock();
             for c in &out {
@@ -226,10 +236,11 @@ impl Shared {
     fn drain_events(&self, st: &mut State) -> bool {
         let mut any = false;
         loop {
-            // SAFETY: mw_event_t is plain data; all-zero is a valid value.
-            let mut raw: sys::mw_event_t = unsafe { std::mem::zeroed() };
-            // SAFETY: a live context, a valid out-pointer; timeout 0.
-            if unsafe { sys::mw_next_event(self.ctx(), &mut raw, 0) } != sys::MW_OK {
+            // SAFETY: mw_event_info_t is plain data; all-zero is a valid value.
+            let mut raw: sys::mw_event_info_t = unsafe { std::mem::zeroed() };
+            raw.size = std::mem::size_of::<sys::mw_event_info_t>();
+            // SAFETY: a live context, a valid out-pointer of that size; timeout 0.
+            if unsafe { sys::mw_next_event_info(self.ctx(), &mut raw, 0) } != sys::MW_OK {
                 return any;
             }
             st.record_event(&raw);
@@ -344,7 +355,7 @@ impl State {
         }
     }
 
-    fn record_event(&mut self, raw: &sys::mw_event_t) {
+    fn record_event(&mut self, raw: &sys::mw_event_info_t) {
         let event = Event::from_raw(raw);
         if let Event::WorldBroken { peer_rank, .. } = &event {
             if !raw.world.is_null() {
