@@ -17,8 +17,15 @@
  *   - mw_poll's (out, max)    long[4*k]: per completion the quadruple
  *                             (request, world, user_data, status); at most 64
  *                             per call. n_out is a long[1].
- *   - mw_event_t              a proxy struct, read-only from Java; free it
- *                             with delete() (no finalizer).
+ *   - mw_event_t,             proxy structs, read-only from Java; free them
+ *     mw_event_info_t         with delete() (no finalizer). mw_event_info_t
+ *                             is filled through mwj_next_event_info, which
+ *                             sets its size.
+ *   - mw_poll_info            through mwj_poll_info: long[6*k], per
+ *                             completion (request, world, user_data,
+ *                             status, kind, bytes); at most 64 per call.
+ *   - mw_world_create_with    through mwj_world_create_with, which takes
+ *                             the parameters struct's fields as arguments.
  *   - mw_submit               through mwj_submit (host buffers as direct
  *                             Buffers) and mwj_submit_device (device
  *                             addresses as long), which take the
@@ -155,6 +162,75 @@ MW_LONG_OUT(uint64_t, address_out)
   }
 %}
 %ignore mw_completion_t;
+
+/* ---- mw_poll_info's completion array: long[6*k] -------------------------- */
+%typemap(jni) (mw_completion_info_t* out, size_t max) "jlongArray"
+%typemap(jtype) (mw_completion_info_t* out, size_t max) "long[]"
+%typemap(jstype) (mw_completion_info_t* out, size_t max) "long[]"
+%typemap(javain) (mw_completion_info_t* out, size_t max) "$javainput"
+%typemap(in) (mw_completion_info_t* out, size_t max) (mw_completion_info_t done[64]) %{
+  {
+    jsize len = $input ? (*jenv)->GetArrayLength(jenv, $input) : 0;
+    $2 = (size_t)(len / 6) > 64 ? 64 : (size_t)(len / 6);
+    memset(done, 0, sizeof done);
+    $1 = done;
+  }
+%}
+%typemap(argout) (mw_completion_info_t* out, size_t max) %{
+  {
+    size_t i;
+    jlong six[6];
+    for (i = 0; i < $2; ++i) {
+      if (!done$argnum[i].request) break;
+      six[0] = (jlong)(intptr_t)done$argnum[i].request;
+      six[1] = (jlong)(intptr_t)done$argnum[i].world;
+      six[2] = (jlong)done$argnum[i].user_data;
+      six[3] = (jlong)done$argnum[i].status;
+      six[4] = (jlong)done$argnum[i].kind;
+      six[5] = (jlong)done$argnum[i].bytes;
+      (*jenv)->SetLongArrayRegion(jenv, $input, (jsize)(6 * i), 6, six);
+    }
+  }
+%}
+%ignore mw_completion_info_t;
+%ignore mw_completion_info;
+%ignore mw_poll_info;
+/* The parameters struct holds a const char* whose lifetime a proxy could
+   not keep; its fields come as arguments instead. */
+%ignore mw_world_params_t;
+%ignore mw_world_params;
+%ignore mw_world_create_with;
+/* The caller's size must be set; mwj_next_event_info does it. */
+%ignore mw_next_event_info;
+
+%inline %{
+/* mw_world_create_with: MW_WORLD_PARAMS_INIT, then these fields. */
+mw_status_t mwj_world_create_with(mw_context_t* ctx, const char* name, int rank, int size, mw_backend_t backend,
+                                  int device, int timeout_ms, int op_timeout_ms, mw_path_failover_t path_failover,
+                                  mw_world_t** out) {
+  mw_world_params_t p = MW_WORLD_PARAMS_INIT;
+  p.name = name;
+  p.rank = rank;
+  p.world_size = size;
+  p.backend = backend;
+  p.device = device;
+  p.timeout_ms = timeout_ms;
+  p.op_timeout_ms = op_timeout_ms;
+  p.path_failover = path_failover;
+  return mw_world_create_with(ctx, &p, out);
+}
+
+/* mw_poll_info with this binding's element size. */
+mw_status_t mwj_poll_info(mw_context_t* ctx, mw_completion_info_t* out, size_t max, int timeout_ms, size_t* n_out) {
+  return mw_poll_info(ctx, out, sizeof *out, max, timeout_ms, n_out);
+}
+
+/* mw_next_event_info into a proxy of this binding's size. */
+mw_status_t mwj_next_event_info(mw_context_t* ctx, mw_event_info_t* out, int timeout_ms) {
+  if (out) out->size = sizeof *out;
+  return mw_next_event_info(ctx, out, timeout_ms);
+}
+%}
 /* SWIG's struct proxy of mw_op_t would put the Buffer typemap above on its
    void* fields and hand Java a descriptor whose buffers it cannot keep
    alive; the descriptor is filled here instead, from arguments. */
@@ -197,8 +273,9 @@ mw_status_t mwj_submit_device(mw_world_t* world, mw_op_kind_t kind, uint64_t sen
 %}
 
 /* ---- events: a read-only proxy without finalizer ------------------------ */
-%immutable;  /* the header's only wrapped struct members are mw_event_t's */
+%immutable;  /* the header's only wrapped struct members are mw_event_t's and mw_event_info_t's */
 %typemap(javafinalize) mw_event_t ""
+%typemap(javafinalize) mw_event_info_t ""
 
 %include <multiworld/multiworld.h>
 %include "device_memory.h"

@@ -12,12 +12,14 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * The completion side of one context: the table of pending operations, keyed by the user_data
  * each request carries from issue time ({@code mw_submit}), and the thread
- * {@code multiworld-poller-N}, which blocks in {@code mw_poll} with no timeout (so it adds no
+ * {@code multiworld-poller-N}, which blocks in {@code mw_poll_info} with no timeout (so it adds no
  * latency and burns no CPU while idle) and completes the operations' futures. {@link #stop} plus
  * {@code mw_context_wake} make it return.
  */
 final class CompletionPoller extends ContextThread {
   private static final int BATCH = 64;
+  // Longs per completion from mwj_poll_info: request, world, user_data, status, kind, bytes.
+  private static final int STRIDE = 6;
 
   private final Context context;
   private final AtomicLong ids = new AtomicLong();
@@ -66,10 +68,10 @@ final class CompletionPoller extends ContextThread {
    * the context is freed (only then is the library surely done with their buffers).
    */
   List<Operation> closeOut(long context) {
-    long[] quads = new long[4 * BATCH];
+    long[] quads = new long[STRIDE * BATCH];
     long[] n = new long[1];
     do {
-      if (Multiworld.mw_poll(context, quads, 0, n) != mw_status_t.MW_OK) break;
+      if (Multiworld.mwj_poll_info(context, quads, 0, n) != mw_status_t.MW_OK) break;
       deliver(quads, (int) n[0]);
     } while (n[0] == BATCH);
     List<Operation> left;
@@ -87,14 +89,14 @@ final class CompletionPoller extends ContextThread {
 
   @Override
   void run() {
-    long[] quads = new long[4 * BATCH];
+    long[] quads = new long[STRIDE * BATCH];
     long[] n = new long[1];
     try {
       while (!stopping()) {
         // Blocks until completions come or close() wakes it (n = 0).
-        int st = Multiworld.mw_poll(context.handle(), quads, -1, n);
+        int st = Multiworld.mwj_poll_info(context.handle(), quads, -1, n);
         if (st != mw_status_t.MW_OK) {
-          System.err.println("multiworld: mw_poll failed, completions stop: " + Multiworld.mw_last_error());
+          System.err.println("multiworld: mw_poll_info failed, completions stop: " + Multiworld.mw_last_error());
           return;
         }
         deliver(quads, (int) n[0]);
@@ -107,9 +109,9 @@ final class CompletionPoller extends ContextThread {
 
   private void deliver(long[] quads, int n) {
     for (int i = 0; i < n; ++i) {
-      long request = quads[4 * i];
-      long userData = quads[4 * i + 2];
-      int status = (int) quads[4 * i + 3];
+      long request = quads[STRIDE * i];
+      long userData = quads[STRIDE * i + 2];
+      int status = (int) quads[STRIDE * i + 3];
       String detail = "";
       if (status != mw_status_t.MW_OK) {
         Multiworld.mw_test(request);  // leaves the request's reason as this thread's last error

@@ -19,13 +19,13 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *
  * <p>Each context runs two daemon threads, whatever the number of worlds and requests:
  * <ul>
- *   <li>{@code multiworld-poller-N} blocks in {@code mw_poll} and completes the
+ *   <li>{@code multiworld-poller-N} blocks in {@code mw_poll_info} and completes the
  *       {@code CompletableFuture}s of every world of this context as the library reports them: no
  *       timed polling, so no added latency and no CPU while idle. Dependent stages attached with
  *       the non-async methods ({@code thenApply}, {@code whenComplete}, ...) therefore run on
  *       this thread: keep them short and never block there on another future of the same
  *       context (use the {@code *Async} variants for such work).</li>
- *   <li>{@code multiworld-events-N} blocks in {@code mw_next_event} and hands events (a world
+ *   <li>{@code multiworld-events-N} blocks in {@code mw_next_event_info} and hands events (a world
  *       broke, a data path went down or up, Redis went down or came back) to
  *       {@link EventListener}s and to a bounded queue, {@link #events()}; when the queue is full
  *       the oldest event is dropped.</li>
@@ -120,7 +120,18 @@ public final class Context implements AutoCloseable {
    * @throws IllegalStateException when this context is closed
    */
   public World createWorld(String name, int rank, int size, Backend backend, int device, Duration timeout) {
+    return createWorld(name, rank, size, backend, device, timeout, WorldOptions.defaults());
+  }
+
+  /**
+   * {@link #createWorld(String, int, int, Backend, int, Duration)} with the world's own settings
+   * ({@code mw_world_create_with}); a setting the library cannot honour is an
+   * {@link InvalidArgumentException} naming it.
+   */
+  public World createWorld(String name, int rank, int size, Backend backend, int device, Duration timeout,
+                           WorldOptions options) {
     Objects.requireNonNull(name, "name");
+    Objects.requireNonNull(options, "options");
     Objects.requireNonNull(backend, "backend");
     int timeoutMs = (int) Math.min(Integer.MAX_VALUE, Objects.requireNonNull(timeout, "timeout").toMillis());
     if (timeout.isNegative()) throw new IllegalArgumentException("negative timeout " + timeout);
@@ -128,7 +139,8 @@ public final class Context implements AutoCloseable {
     try {
       ensureOpen();
       long[] out = new long[1];
-      int st = Multiworld.mw_world_create(handle, name, rank, size, backend.code(), device, timeoutMs, out);
+      int st = Multiworld.mwj_world_create_with(handle, name, rank, size, backend.code(), device, timeoutMs,
+          options.opTimeoutMs(), options.pathFailoverCode(), out);
       if (st != mw_status_t.MW_OK) throw MultiWorldException.of(st, Multiworld.mw_last_error());
       long h = out[0];
       World world = new World(this, h, Multiworld.mw_world_name(h), Multiworld.mw_world_rank(h),

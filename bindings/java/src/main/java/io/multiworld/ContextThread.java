@@ -2,7 +2,7 @@ package io.multiworld;
 
 /**
  * One of a context's two daemon threads: it loops around a native wait with no timeout
- * ({@code mw_poll}, {@code mw_next_event}) until {@link #stop} was called and
+ * ({@code mw_poll_info}, {@code mw_next_event_info}) until {@link #stop} was called and
  * {@code mw_context_wake} made that wait return.
  */
 abstract class ContextThread {

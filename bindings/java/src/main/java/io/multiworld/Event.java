@@ -1,7 +1,7 @@
 package io.multiworld;
 
 /**
- * A world state change, a data path change or a store outage, as {@code mw_next_event} reports them, in the order they
+ * A world state change, a data path change or a store outage, as {@code mw_next_event_info} reports them, in the order they
  * happened. Delivered to {@link EventListener}s and to {@link Context#events()}.
  */
 public final class Event {
@@ -21,20 +21,73 @@ public final class Event {
     UNKNOWN
   }
 
+  /** What a {@link Type#PATH_DOWN} or {@link Type#PATH_UP} event says of the data path to {@link #peerRank()}. */
+  public static final class Path {
+    private final int index;
+    private final String localAddress;
+    private final String remoteAddress;
+    private final long outstandingMessages;
+    private final long outstandingBytes;
+
+    Path(int index, String localAddress, String remoteAddress, long outstandingMessages, long outstandingBytes) {
+      this.index = index;
+      this.localAddress = localAddress;
+      this.remoteAddress = remoteAddress;
+      this.outstandingMessages = outstandingMessages;
+      this.outstandingBytes = outstandingBytes;
+    }
+
+    /** The path's place in the context's data_addresses, from 0. */
+    public int index() {
+      return index;
+    }
+
+    /** This member's address of the path. */
+    public String localAddress() {
+      return localAddress;
+    }
+
+    /** The peer's address of the path. */
+    public String remoteAddress() {
+      return remoteAddress;
+    }
+
+    /** Messages this member held for the peer, sent and not yet acknowledged, when the path changed. */
+    public long outstandingMessages() {
+      return outstandingMessages;
+    }
+
+    /** Their payload bytes. */
+    public long outstandingBytes() {
+      return outstandingBytes;
+    }
+
+    @Override
+    public String toString() {
+      return "path " + index + " (" + localAddress + " to " + remoteAddress + ", " + outstandingMessages
+          + " outstanding, " + outstandingBytes + " B)";
+    }
+  }
+
   private final Type type;
   private final World world;
   private final String worldName;
+  private final long worldEpoch;
   private final int peerRank;
   private final int reason;
   private final String detail;
+  private final Path path;
 
-  Event(Type type, World world, String worldName, int peerRank, int reason, String detail) {
+  Event(Type type, World world, String worldName, long worldEpoch, int peerRank, int reason, String detail,
+        Path path) {
     this.type = type;
     this.world = world;
     this.worldName = worldName;
+    this.worldEpoch = worldEpoch;
     this.peerRank = peerRank;
     this.reason = reason;
     this.detail = detail;
+    this.path = path;
   }
 
   public Type type() {
@@ -51,7 +104,17 @@ public final class Event {
     return worldName;
   }
 
-  /** The member blamed, -1 if unknown. */
+  /** The world's incarnation (its epoch); 0 for store events. */
+  public long worldEpoch() {
+    return worldEpoch;
+  }
+
+  /** For {@link Type#PATH_DOWN} and {@link Type#PATH_UP}: the path, as fields; otherwise null. */
+  public Path path() {
+    return path;
+  }
+
+  /** The member blamed, or whose path changed; -1 if unknown. */
   public int peerRank() {
     return peerRank;
   }
@@ -68,6 +131,7 @@ public final class Event {
   @Override
   public String toString() {
     return type + (worldName.isEmpty() ? "" : " world '" + worldName + "'")
-        + (peerRank >= 0 ? " peer " + peerRank : "") + " " + reason() + ": " + detail;
+        + (peerRank >= 0 ? " peer " + peerRank : "") + (path != null ? " " + path : "") + " " + reason() + ": "
+        + detail;
   }
 }

@@ -1,7 +1,7 @@
 package io.multiworld;
 
 import io.multiworld.swig.Multiworld;
-import io.multiworld.swig.mw_event_t;
+import io.multiworld.swig.mw_event_info_t;
 import io.multiworld.swig.mw_event_type_t;
 import io.multiworld.swig.mw_status_t;
 import java.util.LinkedHashMap;
@@ -13,7 +13,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 
 /**
  * The event side of one context: the thread {@code multiworld-events-N}, which blocks in
- * {@code mw_next_event} with no timeout, tells each world that broke who is blamed, and hands
+ * {@code mw_next_event_info} with no timeout, tells each world that broke who is blamed, and hands
  * every event to the listeners and to the bounded queue. {@link #stop} plus
  * {@code mw_context_wake} make it return.
  */
@@ -49,19 +49,19 @@ final class EventPump extends ContextThread {
 
   @Override
   void run() {
-    mw_event_t ev = new mw_event_t();
+    mw_event_info_t ev = new mw_event_info_t();
     try {
       while (!stopping()) {
         // Blocks until an event comes or close() wakes it (MW_ERR_TIMEOUT).
-        int st = Multiworld.mw_next_event(context.handle(), ev, -1);
+        int st = Multiworld.mwj_next_event_info(context.handle(), ev, -1);
         if (st == mw_status_t.MW_OK) {
           dispatch(ev);
         } else if (st != mw_status_t.MW_ERR_TIMEOUT) {
-          System.err.println("multiworld: mw_next_event failed, events stop: " + Multiworld.mw_last_error());
+          System.err.println("multiworld: mw_next_event_info failed, events stop: " + Multiworld.mw_last_error());
           return;
         }
       }
-      while (Multiworld.mw_next_event(context.handle(), ev, 0) == mw_status_t.MW_OK) dispatch(ev);
+      while (Multiworld.mwj_next_event_info(context.handle(), ev, 0) == mw_status_t.MW_OK) dispatch(ev);
     } catch (Throwable t) {
       System.err.println("multiworld: event thread failed: " + t);
       t.printStackTrace();
@@ -70,12 +70,13 @@ final class EventPump extends ContextThread {
     }
   }
 
-  private void dispatch(mw_event_t ev) {
+  private void dispatch(mw_event_info_t ev) {
     Event.Type type = typeOf(ev.getType());
     long handle = ev.getWorld();
     String name = ev.getWorld_name();
     World world = handle == 0 ? null : context.worldOf(handle, name);
-    Event e = new Event(type, world, name, ev.getPeer_rank(), ev.getReason(), ev.getDetail());
+    Event e = new Event(type, world, name, ev.getWorld_epoch(), ev.getPeer_rank(), ev.getReason(), ev.getDetail(),
+        pathOf(ev));
     if (type == Event.Type.WORLD_BROKEN) {
       if (world == null && handle != 0) {
         synchronized (unclaimedBreaks) {
@@ -94,6 +95,13 @@ final class EventPump extends ContextThread {
         ex.printStackTrace();
       }
     }
+  }
+
+  /** The path fields of a path event; null for other events. */
+  static Event.Path pathOf(mw_event_info_t ev) {
+    if (ev.getPath_index() < 0) return null;
+    return new Event.Path(ev.getPath_index(), ev.getLocal_address(), ev.getRemote_address(),
+        ev.getOutstanding_messages(), ev.getOutstanding_bytes());
   }
 
   private static Event.Type typeOf(int type) {
