@@ -9,6 +9,23 @@
  *     accept NULL.
  *   - No function throws, aborts or calls exit(), whatever its input.
  *
+ * Versioning (README.md, "Install and ABI policy"): the library is
+ * libmultiworld.so.<MW_VERSION_MAJOR>, and every function carries a symbol
+ * version: MULTIWORLD_0 for the first release's set, MULTIWORLD_1.0 for the
+ * ABI 1.0 additions (mw_world_create_with, mw_next_event_info,
+ * mw_poll_info), one node more per release that adds. A minor release only
+ * adds: functions (in a new node), enumerators at the end of an enum
+ * (callers ignore event types and statuses they do not know), config keys,
+ * and fields at the end of the structs that carry their size (mw_op_t,
+ * mw_world_params_t, mw_event_info_t; mw_completion_info_t through
+ * mw_poll_info's elem_size), whose 0 keeps the earlier behaviour. A patch
+ * release only fixes. The fixed-size structs (mw_event_t, mw_completion_t)
+ * never change; their calls stay, next to the sized forms. A function
+ * marked deprecated here names its replacement and stays exported until the
+ * next major version; a changed behaviour gets a new symbol version while
+ * the old one stays for the programs linked against it. Only a major
+ * version removes or changes anything, and it changes the SONAME.
+ *
  * Thread safety: every function may be called from any thread, at the same
  * time as any other function, with these exceptions:
  *   - mw_world_destroy(w) must not run concurrently with any other call that
