@@ -22,6 +22,12 @@ Status Request::test() {
   return s;
 }
 
+size_t Request::receivedBytes() {
+  if (kind_ != OpKind::Recv) return 0;
+  std::lock_guard<std::mutex> lock(m_);
+  return status_ == Status::Ok ? recv_bytes_ : 0;
+}
+
 Status Request::wait(std::chrono::milliseconds timeout) {
   if (driver_ && timeout.count() != 0) driver_->spinUntil([this] { return finished(); });
   Status s;

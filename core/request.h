@@ -47,7 +47,8 @@ class Request : public std::enable_shared_from_this<Request> {
   OpKind kind() const noexcept { return kind_; }
   // The bytes a receive that succeeded wrote (a receive matches only a
   // send of its own size); 0 for anything else, and while in progress.
-  size_t receivedBytes() noexcept { return kind_ == OpKind::Recv && test() == Status::Ok ? recv_bytes_ : 0; }
+  // Reports nothing to the program, unlike test().
+  size_t receivedBytes();
 
   // Called once by whoever finishes the operation; later calls are ignored.
   void complete(Status status, const std::string& detail = std::string());

@@ -220,9 +220,9 @@ MW_API mw_status_t mw_world_create(mw_context_t* ctx, const char* name, int rank
  * built against an older header) take their defaults, and bytes past the
  * fields this library knows (a newer caller) must be zero, else
  * MW_ERR_UNSUPPORTED naming the byte. A size below the first version's
- * (through timeout_ms), a wrong magic or a zero version is
- * MW_ERR_INVALID_ARGUMENT: the struct was not made from
- * MW_WORLD_PARAMS_INIT. Every setting's 0 means "as the context says".
+ * (through timeout_ms), a wrong magic or a version below 200 (0.2.0, the
+ * first header with this struct) is MW_ERR_INVALID_ARGUMENT: the struct
+ * was not made from MW_WORLD_PARAMS_INIT. Every setting's 0 means "as the context says".
  * `name` is read during the call only. Errors are those of mw_world_create,
  * plus MW_ERR_INVALID_ARGUMENT naming a setting this library cannot honour. */
 #define MW_WORLD_PARAMS_MAGIC 0x6d77706d /* "mwpm" */
