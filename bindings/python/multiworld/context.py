@@ -50,7 +50,7 @@ def _op_timeout_ms(seconds):
         raise invalid(f"op_timeout must be None, math.inf or seconds > 0, got {seconds!r}")
     if math.isinf(seconds):
         return -1
-    return min(max(1, int(seconds * 1000)), 2**31 - 1)
+    return min(max(1, math.ceil(seconds * 1000)), 2**31 - 1)
 
 
 def _path_failover(on):
