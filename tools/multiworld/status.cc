@@ -40,7 +40,7 @@ void printOnce(mw::Directory& dir) {
   }
   if (alive.empty()) std::printf("  (none)\n");
 
-  std::printf("\nworlds\n  %-24s %-6s %-5s %-8s %-10s %s\n", "name", "epoch", "size", "state", "age", "members");
+  std::printf("\nworlds\n  %-24s %-13s %-5s %-8s %-10s %s\n", "name", "epoch", "size", "state", "age", "members");
   int shown = 0;
   for (const auto& w : dir.worlds()) {
     std::string list;
@@ -53,7 +53,7 @@ void printOnce(mw::Directory& dir) {
     std::string state = mw::cappedText(w.state);
     if (w.break_marked) state = "BROKEN";
     else if (state == "ready" && stale) state = "STALE";
-    std::printf("  %-24s %-6s %-5s %-8s %-10s %s\n", mw::cappedText(w.name).c_str(),
+    std::printf("  %-24s %-13s %-5s %-8s %-10s %s\n", mw::cappedText(w.name).c_str(),
                 w.epoch ? std::to_string(*w.epoch).c_str() : "?", w.size ? std::to_string(*w.size).c_str() : "?",
                 state.c_str(), w.created_ms > 0 ? ageText(now - w.created_ms).c_str() : "?", list.c_str());
     if (state == "BROKEN" && !w.detail.empty()) std::printf("      why: %s\n", mw::cappedText(w.detail).c_str());
