@@ -48,9 +48,7 @@ long cpuMs() {
   return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
 }
 
-long msSince(Clock::time_point t) {
-  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
-}
+using mwtest::msSince;
 
 // Flags shared between the forked workers of one test (in a mwlab::Shared,
 // mapped before forking).

@@ -28,9 +28,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-long msSince(Clock::time_point t) {
-  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
-}
+using mwtest::msSince;
 
 // Flags the forked workers of one test share (in a mwlab::Shared, mapped
 // before forking).

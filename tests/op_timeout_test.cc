@@ -22,9 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kTimeoutMs = 300;
 
-long msSince(Clock::time_point t) {
-  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
-}
+using mwtest::msSince;
 
 // Settings under which an operation that runs past kTimeoutMs breaks its
 // world.

@@ -26,9 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kOpTimeoutMs = 300;
 
-long msSince(Clock::time_point t) {
-  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
-}
+using mwtest::msSince;
 
 mw_world_params_t paramsFor(const char* name, int rank, int size) {
   mw_world_params_t p = MW_WORLD_PARAMS_INIT;

@@ -39,6 +39,12 @@ class Workers {
   std::vector<pid_t> pids_;
 };
 
+// Milliseconds from `t` to now, on the steady clock.
+inline long msSince(std::chrono::steady_clock::time_point t) {
+  return static_cast<long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count());
+}
+
 // Waits (by sleeping between looks) for `cond`, up to `limit`.
 template <typename F>
 bool eventually(F cond, std::chrono::milliseconds limit) {
