@@ -157,11 +157,7 @@ void NcclWorld::abort() noexcept {
   // Again for every later failure: the control world may have let a
   // departure through that must now end everything.
   control_->abort();
-  bool departure;
-  {
-    UcxEngine::Lock lock = control_->engine().lock();
-    departure = !control_->aborted();
-  }
+  const bool departure = control_->engine().call([this] { return !control_->aborted(); });
   if (departure) {
     // A member left after everything it sent: what is under way may still
     // finish without it (its last collective, a receive of its last send),

@@ -36,9 +36,10 @@ UcxContext::UcxContext(const Config& cfg)
                                       !bind_ip.empty() ? bind_ip : paths_.empty() ? "127.0.0.1" : paths_.front());
   has_paths_ = engine_->pathCount() > 0;
   if (has_paths_) {
-    UcxEngine::Lock lock = engine_->lock();
-    router_ = std::make_unique<UcxPathRouter>(*engine_);
-    listeners_ = std::make_unique<UcxPathListeners>(*engine_, paths_);
+    engine_->call([&] {
+      router_ = std::make_unique<UcxPathRouter>(*engine_);
+      listeners_ = std::make_unique<UcxPathListeners>(*engine_, paths_);
+    });
   }
   if (has_paths_) acceptors_ = std::make_unique<UcxPathAcceptors>(*engine_, paths_);
 }
@@ -46,15 +47,16 @@ UcxContext::UcxContext(const Config& cfg)
 UcxContext::~UcxContext() { shutdown(); }
 
 void UcxContext::shutdown() {
-  {
-    UcxEngine::Lock lock = engine_->lock();
-    if (!links_) return;
+  const bool running = engine_->call([&] {
+    if (!links_) return false;
     links_.reset();
     router_.reset();
     listeners_.reset();
     acceptors_.reset();
-    engine_->progressLocked();
-  }
+    engine_->progress();
+    return true;
+  });
+  if (!running) return;
   engine_->shutdown();
   // After the worker: nothing can call back into them any more.
   orphans_.clear();

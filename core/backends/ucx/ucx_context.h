@@ -51,7 +51,7 @@ class UcxContext {
   std::chrono::milliseconds pathTimeout() const { return path_timeout_; }
   std::chrono::milliseconds memberTimeout() const { return member_timeout_; }
 
-  // Under the engine lock.
+  // On the engine's owner.
   UcxLinks& links() { return *links_; }
   // Null when this context runs no path workers (fewer than two paths, or
   // path_failover off).

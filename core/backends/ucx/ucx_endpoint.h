@@ -1,6 +1,6 @@
 // The client-server endpoints and listeners every UCX worker here uses
 // (ucx_links.h, ucx_path_accept.h): made in peer error mode, closed with
-// force. Under the engine lock.
+// force. On the engine's owner.
 #pragma once
 
 #include <ucp/api/ucp.h>

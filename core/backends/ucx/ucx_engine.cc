@@ -143,7 +143,7 @@ WorkerParts makeWorker(const std::string& net_devices, bool path) {
 
 UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devices,
                      const std::vector<std::string>& path_devices)
-    : spin_(spin) {
+    : spin_(spin), own_([this] { kick(); }) {
   WorkerParts main = makeWorker(net_devices, false);
   context_ = main.context;
   worker_ = main.worker;
@@ -205,11 +205,19 @@ UcxEngine::~UcxEngine() { shutdown(); }
 void UcxEngine::shutdown() {
   if (thread_.joinable()) {
     stop_ = true;
+    own_.stopHome();
     kick();
     thread_.join();
   }
-  Lock l(m_);
+  own_.acquire();
+  struct Release {
+    Ownership& own;
+    ~Release() {
+      while (!own.tryRelease()) own.runPosted();
+    }
+  } release{own_};
   if (down_) return;
+  own_.runPosted();
   runDeferred();
   for (auto& [pid, w] : watches_) ::close(w.pidfd);
   watches_.clear();
@@ -235,9 +243,9 @@ void UcxEngine::runDeferred() {
   }
 }
 
-bool UcxEngine::progressLocked() {
-  // Bounded: under a stream of arrivals progress never runs dry, and the
-  // lock must change hands now and then.
+bool UcxEngine::progress() {
+  // Bounded: under a stream of arrivals progress never runs dry, and
+  // posted work, timers and other fds must get their turn.
   bool any = false;
   forEachWorker([&](ucp_worker_h w) {
     for (int i = 0; i < kProgressRounds && ucp_worker_progress(w) != 0; ++i) any = true;
@@ -255,16 +263,43 @@ void UcxEngine::kick() noexcept {
 
 bool UcxEngine::spinUntil(const std::function<bool()>& done) {
   if (done()) return true;
-  if (spin_.count() <= 0) return false;
+  if (spin_.count() <= 0 || down_) return false;
   const auto end = std::chrono::steady_clock::now() + spin_;
+  const bool nested = own_.owned();  // a callback of ours waits: we own it already
+  if (!nested) own_.want();
+  bool mine = nested;
+  bool result = false;
   for (unsigned i = 1;; ++i) {
-    if (m_.try_lock()) {
-      if (!down_) progressLocked();
-      m_.unlock();
+    if (!mine) mine = own_.tryAcquire();
+    if (mine && !down_) turn();
+    if (done()) {
+      result = true;
+      break;
     }
-    if (done()) return true;
-    if ((i & 7) == 0 && std::chrono::steady_clock::now() >= end) return false;
+    if ((i & 7) == 0 && std::chrono::steady_clock::now() >= end) break;
   }
+  if (!nested) {
+    if (mine) {
+      while (!own_.tryRelease()) turn();
+    }
+    own_.unwant();
+  }
+  return result;
+}
+
+bool UcxEngine::waitUntil(std::chrono::steady_clock::time_point deadline, std::function<bool()> holds) {
+  return own_.waitUntil(deadline, std::move(holds), [this] {
+    turn();
+    std::this_thread::yield();
+  });
+}
+
+bool UcxEngine::turn() {
+  own_.runPosted();
+  bool any = progress();
+  fireTimers();
+  own_.checkWaits();
+  return any;
 }
 
 UcxEngine::TimerId UcxEngine::schedule(std::chrono::steady_clock::time_point when, std::function<void()> fire) {
@@ -297,25 +332,29 @@ std::chrono::steady_clock::time_point UcxEngine::fireTimers() {
 }
 
 void UcxEngine::run() {
+  // A waiter keeps the engine from this thread for at most this long:
+  // timers and the pidfds are served here.
+  constexpr std::chrono::microseconds kPatience{1000};
   epoll_event events[16];
+  int n = 0;
   std::chrono::microseconds backoff = kFirstBackoff;
   for (;;) {
+    if (!own_.acquireHome(kPatience)) return;
     ucs_status_t armed;
     bool sends_wait;
     std::chrono::steady_clock::time_point next_timer;
-    {
-      Lock l(m_);
-      if (stop_) return;
-      if (progressLocked()) backoff = kFirstBackoff;
+    handleEvents(events, n);
+    for (;;) {
+      if (turn()) backoff = kFirstBackoff;
       next_timer = fireTimers();
       armed = armAll();
       sends_wait = waiting_sends_ > 0;
+      if (own_.tryRelease()) break;  // else work was posted meanwhile
     }
     // Busy: more came in while progressing, so only look at the other fds
-    // (a peer's death must not wait for the traffic to stop). Sends
-    // waiting: a short, growing timer. Else: until an event or the next
-    // timer.
-    int n;
+    // (a peer's death must not wait for the traffic to stop); also when a
+    // waiter takes over. Sends waiting: a short, growing timer. Else: until
+    // an event or the next timer.
     const auto now = std::chrono::steady_clock::now();
     auto sleep = next_timer == std::chrono::steady_clock::time_point::max()
                      ? std::chrono::nanoseconds::max()
@@ -324,7 +363,7 @@ void UcxEngine::run() {
       sleep = std::min<std::chrono::nanoseconds>(sleep, backoff);
       backoff = std::min(backoff * 2, kLastBackoff);
     }
-    if (armed == UCS_ERR_BUSY || sleep.count() <= 0) {
+    if (armed == UCS_ERR_BUSY || sleep.count() <= 0 || own_.wanted()) {
       n = epoll_wait(epoll_fd_, events, 16, 0);
     } else if (sleep == std::chrono::nanoseconds::max()) {
       n = epoll_wait(epoll_fd_, events, 16, -1);
@@ -334,24 +373,28 @@ void UcxEngine::run() {
       n = epoll_pwait2(epoll_fd_, events, 16, &ts, nullptr);
     }
     if (n < 0 && errno == ENOSYS) n = epoll_wait(epoll_fd_, events, 16, 1);  // before Linux 5.11
-    while (m_.contended()) std::this_thread::yield();  // the threads that issue go first
+    if (n < 0) n = 0;
     for (int i = 0; i < n; ++i) {
-      const uint64_t tag = events[i].data.u64;
-      if (tag == kWakeTag) {
+      if (events[i].data.u64 == kWakeTag) {
         uint64_t v;
         ssize_t got = ::read(wake_fd_, &v, sizeof v);
         (void)got;
-      } else if ((tag & (0xffull << 56)) == kPidTag) {
-        Lock l(m_);
-        processExited(static_cast<int>(tag & 0xffffffffull));
-      } else if ((tag & (0xffull << 56)) == kFdTag) {
-        Lock l(m_);
-        auto w = fd_watches_.find(tag & ~(0xffull << 56));
-        if (w == fd_watches_.end()) continue;  // unwatched meanwhile
-        auto ready = w->second.ready;  // it may unwatch itself
-        ready(events[i].events);
-        runDeferred();
       }
+    }
+  }
+}
+
+void UcxEngine::handleEvents(const epoll_event* events, int n) {
+  for (int i = 0; i < n; ++i) {
+    const uint64_t tag = events[i].data.u64;
+    if ((tag & (0xffull << 56)) == kPidTag) {
+      processExited(static_cast<int>(tag & 0xffffffffull));
+    } else if ((tag & (0xffull << 56)) == kFdTag) {
+      auto w = fd_watches_.find(tag & ~(0xffull << 56));
+      if (w == fd_watches_.end()) continue;  // unwatched meanwhile
+      auto ready = w->second.ready;  // it may unwatch itself
+      ready(events[i].events);
+      runDeferred();
     }
   }
 }
@@ -435,7 +478,7 @@ void UcxEngine::processExited(int pid) {
   if (w == watches_.end()) return;
   // Everything it sent is here already: let it land before anyone hears
   // of the death.
-  progressLocked();
+  progress();
   w = watches_.find(pid);
   if (w == watches_.end()) return;
   std::map<WatchId, std::function<void()>> listeners = std::move(w->second.listeners);

@@ -1,25 +1,28 @@
 // The progress engine of one context: one ucp_context, one ucp_worker, and
-// at most one progress thread, whatever the number of worlds (UCX's own
-// model: one worker progressed by whoever waits on it).
+// one progress thread ("mw-ucx"), whatever the number of worlds.
 //
 // A context with several data paths (ucx_failover.h) also has one worker
 // per path, each in a ucp_context of its own restricted to the path's
 // network device: UCX 1.13 picks an endpoint's device itself, so a worker
 // that has only one device is how an endpoint stays on its path. The same
-// thread and the same lock serve them all.
+// owner serves them all.
 //
-// Every call into the worker happens under the engine's lock. The progress
-// thread sleeps in epoll on the worker's event fd (ucp_worker_arm), an
-// eventfd for wake-ups and the pidfds of watched peer processes; it
-// progresses the worker when any of them fires. A thread that waits for a
-// request of its own (mw_wait, mw_poll) may drive progress itself for a
-// bounded spin (spin_us) before it sleeps: the hybrid wait of MPI and UCX.
+// One thread at a time owns the engine and everything made from its
+// workers (endpoints, requests, links, paths, worlds' UCX state): the
+// mw-ucx thread, or a thread in mw_wait/mw_poll that took it over for a
+// bounded spin (spin_us, the hybrid wait of MPI and UCX). Only the owner
+// calls into UCX. Other threads hand it work: post() (submit), call()
+// (create, destroy, cancel, abort) and waitUntil() (Ownership). The mw-ucx
+// thread sleeps in epoll on the workers' event fds (ucp_worker_arm), an
+// eventfd for wake-ups, the pidfds of watched peer processes and watched
+// sockets, and takes a turn when any of them fires.
 //
 // UCX callbacks run inside ucp_worker_progress. What they must not do there
 // (close endpoints, break worlds) they hand to defer(), which runs once the
-// progress call returned, still under the lock.
+// progress call returned, on the owner.
 #pragma once
 
+#include <sys/epoll.h>
 #include <ucp/api/ucp.h>
 
 #include <atomic>
@@ -31,7 +34,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/backends/ucx/bounded_wait_mutex.h"
+#include "core/ownership.h"
 #include "core/progress_driver.h"
 
 namespace mw {
@@ -48,10 +51,19 @@ class UcxEngine : public ProgressDriver {
   UcxEngine(const UcxEngine&) = delete;
   UcxEngine& operator=(const UcxEngine&) = delete;
 
-  using Lock = std::unique_lock<BoundedWaitMutex>;
-  Lock lock() { return Lock(m_); }
+  // True on the thread that owns the engine now. Everything below marked
+  // "owner" runs there only.
+  bool owned() const noexcept { return own_.owned(); }
+  // Hands work to the owner (ucx_engine.h's top); see Ownership.
+  void post(std::function<void()> work) { own_.post(std::move(work)); }
+  template <typename F>
+  auto call(F&& f) -> decltype(f()) {
+    return own_.call(std::forward<F>(f));
+  }
+  // Waits until `holds`, checked by the owner after each of its turns.
+  bool waitUntil(std::chrono::steady_clock::time_point deadline, std::function<bool()> holds);
 
-  // Under the lock.
+  // Owner.
   ucp_worker_h worker() const { return worker_; }
   size_t pathCount() const { return paths_.size(); }
   ucp_worker_h pathWorker(size_t path) const { return paths_[path].worker; }
@@ -61,17 +73,18 @@ class UcxEngine : public ProgressDriver {
   // work that needs progress without an incoming event to announce it.
   void kick() noexcept;
 
-  // Drives progress on the calling thread until `done()` or for at most
-  // the engine's spin; true when done() held. Never blocks on the lock.
+  // Owns the engine on the calling thread and drives it until `done()` or
+  // for at most the engine's spin; true when done() held. While another
+  // thread owns it, only watches done().
   bool spinUntil(const std::function<bool()>& done) override;
   std::chrono::microseconds spin() const { return spin_; }
 
-  // Under the lock: progresses the worker until it has nothing to do (or
-  // for a bounded number of rounds) and runs deferred work; true when UCX
-  // did anything.
-  bool progressLocked();
+  // Owner: progresses the workers until they have nothing to do (or for a
+  // bounded number of rounds) and runs deferred work; true when UCX did
+  // anything.
+  bool progress();
 
-  // Under the lock: a send of ours is waiting inside UCX. The worker's
+  // Owner: a send of ours is waiting inside UCX. The worker's
   // event fd reports arrivals, but not always that a peer's queue has room
   // again or that a rendezvous may go on, so while any send waits the
   // progress thread wakes on a short, growing timer (20 us to 1 ms) as
@@ -81,32 +94,30 @@ class UcxEngine : public ProgressDriver {
   }
   void sendDone() { --waiting_sends_; }
 
-  // Calls `exited` (on the progress thread, under the lock) once the
+  // Owner: calls `exited` (on the owner) once the
   // process `pid` has exited. False when the process cannot be watched
   // (already gone, or another process now has that pid: `start_ticks`
   // is its start time in clock ticks since boot, /proc/<pid>/stat field 22).
   using WatchId = uint64_t;
   bool watchProcess(int pid, unsigned long long start_ticks, std::function<void()> exited, WatchId& id);
   void unwatchProcess(WatchId id);
-  // Under the lock: true when the watched process `pid` has exited, in
+  // Owner: true when the watched process `pid` has exited, in
   // which case its listeners have been called, as its pidfd would have.
   // For a transport error that may be a death the pidfd has not told yet.
   bool processGone(int pid);
 
-  // Under the lock: calls `ready` (on the progress thread, under the lock)
-  // with the epoll events of `fd` (EPOLLIN, EPOLLOUT) each time it is
+  // Owner: calls `ready` (on the owner) with the epoll events of `fd` (EPOLLIN, EPOLLOUT) each time it is
   // ready, until unwatched. The caller keeps owning the fd.
   using FdWatchId = uint64_t;
   FdWatchId watchFd(int fd, uint32_t events, std::function<void(uint32_t)> ready);
   void unwatchFd(FdWatchId id);
 
-  // Under the lock: runs `fire` on the progress thread, under the lock, at
-  // `when` (op_timeout_ms). Cancelling a timer that fired does nothing.
+  // Owner: runs `fire` on the owner at `when` (op_timeout_ms). Cancelling a timer that fired does nothing.
   using TimerId = uint64_t;
   TimerId schedule(std::chrono::steady_clock::time_point when, std::function<void()> fire);
   void cancel(TimerId id);
 
-  // Stops the progress thread and releases the worker, once every
+  // Stops the mw-ucx thread and releases the worker, once every
   // endpoint is closed (mw_context_free). The object may live on, inert,
   // for requests that still refer to it.
   void shutdown();
@@ -123,8 +134,13 @@ class UcxEngine : public ProgressDriver {
   };
 
   void run();
+  // Owner: one turn (posted work, progress, timers, waits); true when UCX
+  // did anything.
+  bool turn();
+  // Owner: what epoll reported for pidfds and watched fds.
+  void handleEvents(const epoll_event* events, int n);
   void addPathWorker(const std::string& device);
-  // Under the lock: arms every worker; UCS_ERR_BUSY when one has events
+  // Owner: arms every worker; UCS_ERR_BUSY when one has events
   // waiting, else the first error (UCS_OK: all armed).
   ucs_status_t armAll();
   // The main worker and each path's, without allocating (hot path).
@@ -133,10 +149,10 @@ class UcxEngine : public ProgressDriver {
     f(worker_);
     for (const PathWorker& p : paths_) f(p.worker);
   }
-  void runDeferred();  // under the lock
-  // Under the lock: fires due timers; the time the next one is due.
+  void runDeferred();  // owner
+  // Owner: fires due timers; the time the next one is due.
   std::chrono::steady_clock::time_point fireTimers();
-  void processExited(int pid);  // under the lock
+  void processExited(int pid);  // owner
 
   const std::chrono::microseconds spin_;
   ucp_context_h context_ = nullptr;
@@ -146,7 +162,7 @@ class UcxEngine : public ProgressDriver {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
 
-  BoundedWaitMutex m_;
+  Ownership own_;
   std::vector<std::function<void()>> deferred_;
   int waiting_sends_ = 0;
   std::map<int, Watch> watches_;  // by pid

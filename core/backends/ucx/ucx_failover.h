@@ -37,7 +37,7 @@
 // member itself when it reaches no peer of its context at all.
 //
 // Eager protocol only: an arrival is whole, so "delivered" never has a
-// message half in. Everything runs under the engine lock.
+// message half in. Everything runs on the engine's owner.
 #pragma once
 
 #include <ucp/api/ucp.h>

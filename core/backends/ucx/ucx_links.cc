@@ -36,7 +36,10 @@ void UcxLink::unlisten(uint64_t id) { listeners_.erase(id); }
 UcxLinks::UcxLinks(UcxEngine& engine, const std::string& bind_ip, const std::string& publish_ip)
     : engine_(engine), listen_ip_(publish_ip), alive_(std::make_shared<UcxLinks*>(this)) {
   const std::string ip = !bind_ip.empty() ? bind_ip : publish_ip.find(':') != std::string::npos ? "::" : "0.0.0.0";
-  UcxEngine::Lock lock = engine_.lock();
+  engine_.call([&] { startListening(ip); });
+}
+
+void UcxLinks::startListening(const std::string& ip) {
   setHandler(kHelloId, &UcxLinks::onHello);
   setHandler(kHelloAckId, &UcxLinks::onHelloAck);
   const ucs_status_t s =
@@ -111,10 +114,7 @@ ucs_status_t UcxLinks::onHelloAck(void* arg, const void* header, size_t header_l
   for (auto& [id, e] : links->endpoints_) {
     if (e.ep != param->reply_ep || !e.awaiting_ack) continue;
     e.awaiting_ack = false;
-    if (auto link = e.link.lock()) {
-      --link->setups_;
-      links->settled_.notify_all();
-    }
+    if (auto link = e.link.lock()) --link->setups_;
   }
   return UCS_OK;
 }
@@ -160,7 +160,6 @@ void UcxLinks::take(UcxLink& link, uint64_t id) {
     link.inbound_id_ = id;
   }
   --link.setups_;
-  settled_.notify_all();
 }
 
 void UcxLinks::expect(uint32_t world_id, int rank) {
@@ -266,7 +265,6 @@ void UcxLinks::fail(UcxLink& link, const std::string& why) {
   if (link.failed_) return;
   link.failed_ = true;
   link.failure_ = why;
-  settled_.notify_all();
   // The listeners may release the link (and drop the last reference).
   std::shared_ptr<UcxLink> hold = link.shared_from_this();
   auto listeners = std::move(link.listeners_);

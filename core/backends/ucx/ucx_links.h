@@ -42,12 +42,11 @@
 // A process of this host is also watched through its pidfd, which names
 // its death the moment it happens.
 //
-// All of it under the engine's lock.
+// All of it on the engine's owner (ucx_engine.h).
 #pragma once
 
 #include <ucp/api/ucp.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -73,7 +72,7 @@ class UcxLink : public std::enable_shared_from_this<UcxLink> {
   // Its endpoints are set up, or it failed: the world may start.
   bool settled() const { return failed_ || setups_ == 0; }
 
-  // `on_failure` runs (deferred, under the engine lock) when the link fails.
+  // `on_failure` runs (deferred, on the engine's owner) when the link fails.
   uint64_t listen(std::function<void(const std::string& why)> on_failure);
   void unlisten(uint64_t id);
 
@@ -99,10 +98,10 @@ class UcxLink : public std::enable_shared_from_this<UcxLink> {
 class UcxLinks {
  public:
   // Listens on `bind_ip` (empty: every address) and publishes
-  // `publish_ip` with the port it got. Takes the engine lock itself.
+  // `publish_ip` with the port it got, on the engine's owner.
   // Throws Error(Backend) when UCX cannot listen there.
   UcxLinks(UcxEngine& engine, const std::string& bind_ip, const std::string& publish_ip);
-  ~UcxLinks();  // under the engine lock
+  ~UcxLinks();  // owner
   UcxLinks(const UcxLinks&) = delete;
   UcxLinks& operator=(const UcxLinks&) = delete;
 
@@ -125,13 +124,12 @@ class UcxLinks {
   // Throws Error(Backend) when UCX cannot make the endpoint or the peer
   // process is gone.
   std::shared_ptr<UcxLink> link(uint32_t world_id, int rank, const UcxPeerInfo& peer, int peer_rank, bool data);
-  // Notified whenever a link settles.
-  std::condition_variable_any& settledSignal() { return settled_; }
   // A world is done with `link`: its endpoints are force-closed,
   // completing whatever is still pending on them (Cancelled).
   void release(const std::shared_ptr<UcxLink>& link);
 
  private:
+  void startListening(const std::string& ip);
   friend class UcxLink;
   // What UCX gets back with an endpoint's error.
   struct ErrorArg {
@@ -175,7 +173,6 @@ class UcxLinks {
   std::map<uint64_t, Endpoint> endpoints_;
   uint64_t next_endpoint_ = 1;
   std::map<WorldRank, Expected> expected_;
-  std::condition_variable_any settled_;
   // Deferred work holds it weakly: the links may be gone when it runs.
   std::shared_ptr<UcxLinks*> alive_;
 };

@@ -1,7 +1,7 @@
 // An operation of a UCX world in flight: its request, its place in the
 // completion order, and the UCX transfers (tag sends and receives) it has
 // posted. Subclasses: point-to-point (here) and collectives
-// (ucx_collective.h). Everything runs under the engine lock.
+// (ucx_collective.h). Everything runs on the engine's owner.
 //
 // UCX may call a transfer back inside the very call that posts it, or
 // inside ucp_request_cancel, so an operation never deletes itself: every

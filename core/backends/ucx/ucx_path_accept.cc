@@ -8,7 +8,10 @@ namespace mw {
 
 UcxPathAcceptors::UcxPathAcceptors(UcxEngine& engine, const std::vector<std::string>& addresses)
     : engine_(engine), alive_(std::make_shared<UcxPathAcceptors*>(this)) {
-  UcxEngine::Lock lock = engine_.lock();
+  engine_.call([&] { listen(addresses); });
+}
+
+void UcxPathAcceptors::listen(const std::vector<std::string>& addresses) {
   try {
     for (size_t i = 0; i < engine_.pathCount() && i < addresses.size(); ++i) {
       paths_.push_back(std::make_unique<Path>(Path{this, i}));

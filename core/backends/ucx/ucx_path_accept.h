@@ -7,7 +7,7 @@
 // is the one accepted here. So an accepted endpoint needs no owner: it
 // lives until UCX reports its peer's endpoint gone, or the context ends.
 //
-// Under the engine lock, like everything UCX here.
+// On the engine's owner, like everything UCX here (ucx_engine.h).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -24,16 +24,17 @@ namespace mw {
 
 class UcxPathAcceptors {
  public:
-  // One listener per path worker, on `addresses[i]`. Takes the engine lock
-  // itself. Throws Error(Backend) naming the address UCX cannot listen on.
+  // One listener per path worker, on `addresses[i]`, made on the engine's
+  // owner. Throws Error(Backend) naming the address UCX cannot listen on.
   UcxPathAcceptors(UcxEngine& engine, const std::vector<std::string>& addresses);
-  ~UcxPathAcceptors();  // under the engine lock
+  ~UcxPathAcceptors();  // owner
   UcxPathAcceptors(const UcxPathAcceptors&) = delete;
   UcxPathAcceptors& operator=(const UcxPathAcceptors&) = delete;
 
   uint16_t port(size_t path) const { return paths_[path]->port; }
 
  private:
+  void listen(const std::vector<std::string>& addresses);
   struct Path {
     UcxPathAcceptors* owner;
     size_t index;

@@ -6,7 +6,7 @@
 // for exactly this, one per path (UcxPathListeners); only once that
 // connection is made does the path get a UCX endpoint.
 //
-// Under the engine lock, on its thread, like everything UCX here.
+// On the engine's owner, like everything UCX here.
 #pragma once
 
 #include <cstdint>

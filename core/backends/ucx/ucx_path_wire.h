@@ -40,7 +40,7 @@ struct Header {
 
 }  // namespace pathwire
 
-// Under the engine lock, like everything the handlers do.
+// On the engine's owner, like everything the handlers do.
 class UcxPathRouter {
  public:
   // Sets the handlers on every path worker of `engine`. Throws

@@ -62,13 +62,12 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
     throw Error(Status::Unsupported, "UCX worlds have at most " + std::to_string(ucxtag::kMaxRanks) +
                                          " members; size " + std::to_string(size) + " was asked for");
   }
-  uint32_t id;
-  {
-    UcxEngine::Lock lock = ucx->engine()->lock();
-    id = ucx->allocateWorldId();
+  const uint32_t id = ucx->engine()->call([&] {
+    const uint32_t fresh = ucx->allocateWorldId();
     // Before the record is out: lower ranks connect as soon as they read it.
-    ucx->links().expect(id, rank);
-  }
+    ucx->links().expect(fresh, rank);
+    return fresh;
+  });
   std::unique_ptr<UcxWorld> w(new UcxWorld(ucx, rank, id));
   UcxEngine& engine = *ucx->engine();
   UcxPeerInfo self = thisProcess();
@@ -84,9 +83,10 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
   }
   if (ucx->router() && path_failover) {
     // Before the record is out: a peer may send as soon as it read it.
-    UcxEngine::Lock lock = engine.lock();
-    w->failover_ = std::make_shared<UcxFailover>(engine, *ucx->router(), id, rank, size, ucx->pathTimeout(),
-                                                 ucx->memberTimeout());
+    engine.call([&] {
+      w->failover_ = std::make_shared<UcxFailover>(engine, *ucx->router(), id, rank, size, ucx->pathTimeout(),
+                                                   ucx->memberTimeout());
+    });
   }
   KvStore store(pool, inc, "u:", deadline);
   const std::string mine = encodePeerInfo(self);
@@ -104,32 +104,35 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
     return info.paths.size() >= 2 &&
            std::all_of(info.paths.begin(), info.paths.end(), [](const UcxPath& p) { return p.listen_port != 0; });
   });
-  UcxEngine::Lock lock = engine.lock();
-  if (w->failover_ && !on_paths) {
-    w->failover_->close();
-    w->failover_.reset();
-  }
-  w->peers_.resize(static_cast<size_t>(size));
-  w->departed_.assign(static_cast<size_t>(size), false);
-  if (w->failover_) ucx->links().forget(id);
-  for (int r = 0; r < size; ++r) {
-    Peer& p = w->peers_[static_cast<size_t>(r)];
-    const UcxPeerInfo& info = infos[static_cast<size_t>(r)];
-    p.world_id = info.world_id;
-    p.link = ucx->links().link(id, rank, info, r, !w->failover_);
-    if (w->failover_) w->failover_->connect(r, info.world_id, self.paths, info.paths);
-  }
-  // The endpoints of lower ranks arrive as they connect.
-  const bool settled = ucx->links().settledSignal().wait_until(lock, deadline, [&] {
-    return std::all_of(w->peers_.begin(), w->peers_.end(), [](const Peer& p) { return p.link->settled(); });
-  });
-  if (!settled) {
+  engine.call([&] {
+    if (w->failover_ && !on_paths) {
+      w->failover_->close();
+      w->failover_.reset();
+    }
+    w->peers_.resize(static_cast<size_t>(size));
+    w->departed_.assign(static_cast<size_t>(size), false);
+    if (w->failover_) ucx->links().forget(id);
     for (int r = 0; r < size; ++r) {
-      if (!w->peers_[static_cast<size_t>(r)].link->settled()) {
-        throw Error(Status::Timeout, "world rendezvous: rank " + std::to_string(r) + " (pid " +
-                                         std::to_string(infos[static_cast<size_t>(r)].pid) + " at " +
-                                         infos[static_cast<size_t>(r)].listen_ip + ") did not connect in time");
-      }
+      Peer& p = w->peers_[static_cast<size_t>(r)];
+      const UcxPeerInfo& info = infos[static_cast<size_t>(r)];
+      p.world_id = info.world_id;
+      p.link = ucx->links().link(id, rank, info, r, !w->failover_);
+      if (w->failover_) w->failover_->connect(r, info.world_id, self.paths, info.paths);
+    }
+  });
+  // The endpoints of lower ranks arrive as they connect.
+  auto firstUnsettled = [&w] {
+    for (size_t r = 0; r < w->peers_.size(); ++r) {
+      if (!w->peers_[r].link->settled()) return static_cast<int>(r);
+    }
+    return -1;
+  };
+  if (!engine.waitUntil(deadline, [&] { return firstUnsettled() < 0; })) {
+    const int late = engine.call(firstUnsettled);
+    if (late >= 0) {
+      const UcxPeerInfo& info = infos[static_cast<size_t>(late)];
+      throw Error(Status::Timeout, "world rendezvous: rank " + std::to_string(late) + " (pid " +
+                                       std::to_string(info.pid) + " at " + info.listen_ip + ") did not connect in time");
     }
   }
   return w;
@@ -141,20 +144,24 @@ UcxWorld::UcxWorld(std::shared_ptr<UcxContext> ucx, int rank, uint32_t world_id)
 UcxWorld::~UcxWorld() {
   if (!stopped_) {
     // Never started (rendezvous failed): only links and the id to give back.
-    UcxEngine::Lock lock = ucx_->engine()->lock();
-    if (failover_) failover_->close();
-    for (Peer& p : peers_) {
-      if (p.link) ucx_->links().release(p.link);
-    }
-    ucx_->links().forget(world_id_);
-    ucx_->releaseWorldId(world_id_);
+    ucx_->engine()->call([this] {
+      if (failover_) failover_->close();
+      for (Peer& p : peers_) {
+        if (p.link) ucx_->links().release(p.link);
+      }
+      ucx_->links().forget(world_id_);
+      ucx_->releaseWorldId(world_id_);
+    });
   }
 }
 
 void UcxWorld::start(World& world) {
   world_ = &world;
   op_timeout_ = world.opTimeout();
-  UcxEngine::Lock lock = ucx_->engine()->lock();
+  ucx_->engine()->call([this] { listen(); });
+}
+
+void UcxWorld::listen() {
   for (int r = 0; r < size(); ++r) {
     Peer& p = peers_[static_cast<size_t>(r)];
     p.listener = p.link->listen([this, r](const std::string& why) { onLinkFailed(r, why); });
@@ -197,20 +204,33 @@ bool UcxWorld::peerGone(int peer) const { return peers_[static_cast<size_t>(peer
 OpResult UcxWorld::failure() const { return world_->failure(); }
 
 void UcxWorld::submit(const OpDesc& op, const std::shared_ptr<Request>& r) {
-  UcxEngine::Lock lock = ucx_->engine()->lock();
+  // The request holds the world, and with it this backend, until it ran.
+  ucx_->engine()->post([this, op, r] { begin(op, r); });
+}
+
+void UcxWorld::begin(const OpDesc& op, const std::shared_ptr<Request>& r) {
   if (aborted_ || stopped_) {
     OpResult f = world_->failure();
     r->complete(f.status, f.detail);
     return;
   }
+  std::unique_ptr<UcxSchedule> schedule;
+  if (op.kind != OpKind::Send && op.kind != OpKind::Recv) {
+    try {
+      schedule = makeUcxSchedule(op, rank_, size());
+    } catch (const Error& e) {
+      r->complete(e.status(), e.what());
+      return;
+    }
+  }
   const int lane = OrderedCompletions::laneOf(op);
   const OrderedCompletions::Ticket ticket = order_.enqueue(lane, r);
   UcxOp* u;
-  if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+  if (!schedule) {
     u = new UcxP2p(*this, r, ticket, op);
   } else {
     const uint64_t channel = ucxtag::collective(collectives_++, shapeOf(op));
-    u = new UcxCollective(*this, r, ticket, op, channel, makeUcxSchedule(op, rank_, size()));
+    u = new UcxCollective(*this, r, ticket, op, channel, std::move(schedule));
   }
   pending_[r.get()] = u;
   if (op_timeout_.count() > 0 && op_timer_ == 0) armOpTimer(u->started() + op_timeout_);
@@ -221,7 +241,7 @@ void UcxWorld::submit(const OpDesc& op, const std::shared_ptr<Request>& r) {
   // As UCX asks of whoever posts before anyone sleeps: progress until idle.
   // A receive that matched a rendezvous already waiting only fetches its
   // data in progress, and nothing else would wake the engine for it.
-  ucx_->engine()->progressLocked();
+  ucx_->engine()->progress();
 }
 
 void UcxWorld::armOpTimer(Clock::time_point when) {
@@ -249,25 +269,26 @@ void UcxWorld::finished(UcxOp* op, OpResult result) {
     order_.finish(op->lane(), op->ticket(), std::move(result));
   }
   delete op;
-  if (stopping_) drained_.notify_all();
 }
 
 bool UcxWorld::runsWhenBroken(const OpDesc& op) {
   if (op.kind != OpKind::Recv) return false;
-  UcxEngine::Lock lock = ucx_->engine()->lock();
-  if (aborted_ || !departed(op.peer)) return false;
-  if (failover_) return failover_->arrived(op.peer, ucxtag::kP2p);
-  ucp_tag_recv_info_t info;
-  return ucp_tag_probe_nb(worker(), recvTag(op.peer, ucxtag::kP2p), ucxtag::kExact, 0, &info) != nullptr;
+  return ucx_->engine()->call([&] {
+    if (aborted_ || !departed(op.peer)) return false;
+    if (failover_) return failover_->arrived(op.peer, ucxtag::kP2p);
+    ucp_tag_recv_info_t info;
+    return ucp_tag_probe_nb(worker(), recvTag(op.peer, ucxtag::kP2p), ucxtag::kExact, 0, &info) != nullptr;
+  });
 }
 
 bool UcxWorld::cancel(Request& r) noexcept {
-  UcxEngine::Lock lock = ucx_->engine()->lock();
-  auto it = pending_.find(&r);
-  if (it == pending_.end()) return true;  // already finished: nothing to take back
-  UcxOp* op = it->second;
-  UcxOp::Entry entry(*op);
-  return op->takeBack();
+  return ucx_->engine()->call([&] {
+    auto it = pending_.find(&r);
+    if (it == pending_.end()) return true;  // already finished: nothing to take back
+    UcxOp* op = it->second;
+    UcxOp::Entry entry(*op);
+    return op->takeBack();
+  });
 }
 
 void UcxWorld::transportFailed(int peer, const std::string& detail) {
@@ -339,15 +360,16 @@ void UcxWorld::peerDeparted(int peer) {
 }
 
 void UcxWorld::abort() noexcept {
-  UcxEngine::Lock lock = ucx_->engine()->lock();
-  if (aborted_) return;
-  if (departing_) {
-    for (int r = 0; r < size(); ++r) {
-      if (departed(r)) peerDeparted(r);
+  ucx_->engine()->call([this] {
+    if (aborted_) return;
+    if (departing_) {
+      for (int r = 0; r < size(); ++r) {
+        if (departed(r)) peerDeparted(r);
+      }
+      return;
     }
-    return;
-  }
-  abortAll();
+    abortAll();
+  });
 }
 
 void UcxWorld::abortAll() {
@@ -430,7 +452,6 @@ void UcxWorld::sendGoodbyes() {
     ucp_request_free(request);
     auto* w = static_cast<UcxWorld*>(arg);
     --w->flushing_;
-    w->drained_.notify_all();
   };
   param.user_data = this;
   for (int r = 0; r < size(); ++r) {
@@ -438,10 +459,7 @@ void UcxWorld::sendGoodbyes() {
     if (failover_ && r != rank_ && !p.link->failed()) {
       // Acknowledged once the peer has it: no flush to wait for.
       ++flushing_;
-      failover_->send(r, ucxtag::kControl, &kBye, sizeof kBye, [this](ucs_status_t) {
-        --flushing_;
-        drained_.notify_all();
-      });
+      failover_->send(r, ucxtag::kControl, &kBye, sizeof kBye, [this](ucs_status_t) { --flushing_; });
       continue;
     }
     if (r == rank_ || p.link->failed() || !p.link->ep()) continue;
@@ -467,18 +485,25 @@ void UcxWorld::abandon(UcxOp* op) {
 }
 
 void UcxWorld::stop() noexcept {
-  UcxEngine::Lock lock = ucx_->engine()->lock();
-  if (stopped_) return;
-  stopped_ = true;
-  if (op_timer_) ucx_->engine()->cancel(op_timer_);
-  op_timer_ = 0;
-  if (world_->failure().status == Status::Cancelled) sendGoodbyes();
+  UcxEngine& engine = *ucx_->engine();
+  const bool first = engine.call([this] {
+    if (stopped_) return false;
+    stopped_ = true;
+    if (op_timer_) ucx_->engine()->cancel(op_timer_);
+    op_timer_ = 0;
+    if (world_->failure().status == Status::Cancelled) sendGoodbyes();
+    return true;
+  });
+  if (!first) return;
   // Sends to live peers finish once the peers took them (or dropped them
-  // when they heard of the break), and the goodbyes leave; progressed by
-  // the engine's thread, for a bounded time.
-  stopping_ = true;
-  ucx_->engine()->kick();
-  drained_.wait_for(lock, kStopGrace, [&] { return pending_.empty() && flushing_ == 0; });
+  // when they heard of the break), and the goodbyes leave, for a bounded
+  // time.
+  engine.waitUntil(std::chrono::steady_clock::now() + kStopGrace,
+                   [this] { return pending_.empty() && flushing_ == 0; });
+  engine.call([this] { close(); });
+}
+
+void UcxWorld::close() {
   // Closing completes what is still pending on the endpoints (Cancelled);
   // what a peer that is gone holds completes with it.
   forceCloseLinks();

@@ -16,7 +16,6 @@
 // others see the connection close once what was sent has arrived.
 #pragma once
 
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,7 +56,7 @@ class UcxWorld : public WorldBackend {
   void stop() noexcept override;
   std::shared_ptr<ProgressDriver> driver() override { return ucx_->engine(); }
 
-  // For the operations (under the engine lock).
+  // For the operations (on the engine's owner).
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(peers_.size()); }
   UcxEngine& engine() { return *ucx_->engine(); }
@@ -93,6 +92,10 @@ class UcxWorld : public WorldBackend {
   struct Control;
 
   UcxWorld(std::shared_ptr<UcxContext> ucx, int rank, uint32_t world_id);
+  // Owner: the halves of start(), submit() and stop() that touch UCX.
+  void listen();
+  void begin(const OpDesc& op, const std::shared_ptr<Request>& r);
+  void close();
   void postControl(int peer);
   void startFailover();
   void onControl(int peer, ucs_status_t status);
@@ -116,7 +119,7 @@ class UcxWorld : public WorldBackend {
   std::shared_ptr<UcxFailover> failover_;
   World* world_ = nullptr;
 
-  // Under the engine lock.
+  // On the engine's owner.
   OrderedCompletions order_;
   std::map<Request*, UcxOp*> pending_;
   std::vector<std::unique_ptr<Control>> control_;
@@ -126,10 +129,8 @@ class UcxWorld : public WorldBackend {
   UcxEngine::TimerId op_timer_ = 0;  // 0: none armed
   bool departing_ = false;  // abort() from a departure: fail only what needs the member
   bool aborted_ = false;
-  bool stopping_ = false;
   bool stopped_ = false;
   int flushing_ = 0;  // goodbyes and flushes on their way
-  std::condition_variable_any drained_;  // stop(): pending_ emptied, goodbyes out
 };
 
 }  // namespace mw

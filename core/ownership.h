@@ -1,0 +1,143 @@
+// Who may touch a piece of state that only one thread at a time may touch
+// (a UCX worker and everything made from it), and how the others hand it
+// work.
+//
+// At any moment at most one thread owns the state. It is the home thread
+// (the engine's own thread) unless a thread that waits for a result of its
+// own takes it over for a bounded spin (the hybrid wait of MPI and UCX);
+// the home thread lets such a waiter go first. Every other thread posts
+// closures, which the owner runs in order: post() never waits, call() waits
+// for the result, waitUntil() for a condition that the owner checks.
+//
+// The mutex here guards only the fields below (who owns, what is posted);
+// the owned state is touched outside it, by the owner alone.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace mw {
+
+class Ownership {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `wake` tells the home thread, wherever it sleeps, that work was posted
+  // while nobody owned the state. It must not block.
+  explicit Ownership(std::function<void()> wake) : wake_(std::move(wake)) {}
+  Ownership(const Ownership&) = delete;
+  Ownership& operator=(const Ownership&) = delete;
+
+  // True on the thread that owns the state now.
+  bool owned() const noexcept { return owner_.load(std::memory_order_acquire) == std::this_thread::get_id(); }
+
+  // Runs `work` on the owner, after what was posted before it; at once when
+  // the caller owns. Never waits for it.
+  void post(std::function<void()> work);
+
+  // Runs `f` on the owner and returns its result, or rethrows what it
+  // threw; runs it on the spot when the caller owns.
+  template <typename F>
+  auto call(F&& f) -> decltype(f());
+
+  // Waits until `holds` (run by the owner after each of its turns) is true
+  // or `deadline` passed; true when it held. On the owner itself, `turn`
+  // is run between checks instead.
+  bool waitUntil(Clock::time_point deadline, std::function<bool()> holds, const std::function<void()>& turn);
+
+  // The home thread: blocks until it owns the state. A waiter that wants
+  // it goes first, unless it keeps the home thread out for longer than
+  // `patience` (timers and process watches run only at home). False, not
+  // owning, once stopHome() was called.
+  bool acquireHome(std::chrono::microseconds patience);
+  // A waiter announces itself before it tries, and withdraws when its spin
+  // ended.
+  void want();
+  void unwant();
+  // Takes the state when nobody owns it.
+  bool tryAcquire();
+  // Blocks until it owns the state, for threads that act once the home
+  // thread has stopped.
+  void acquire();
+  // Lets go, unless work was posted that the owner has not run: then it
+  // keeps owning and returns false, and the owner takes another turn.
+  bool tryRelease();
+  // True when a waiter wants the state: the home thread then lets go soon.
+  bool wanted() const;
+
+  // The owner: runs what was posted, in order.
+  void runPosted();
+  // The owner: finishes the waitUntil() calls whose condition holds.
+  void checkWaits();
+
+  // acquireHome() returns false from now on; posted work then runs on the
+  // poster's thread once it took the state (acquire()).
+  void stopHome();
+
+ private:
+  struct Wait {
+    std::function<bool()> holds;
+    bool done = false;  // under m_
+  };
+  struct Call {
+    bool done = false;  // under m_
+    std::exception_ptr error;
+  };
+
+  void finish(bool& done);
+  void waitFor(const bool& done);
+
+  const std::function<void()> wake_;
+  mutable std::mutex m_;
+  std::condition_variable home_turn_;  // the state is free for the home thread, or it stops
+  std::condition_variable finished_;   // a call() or waitUntil() finished
+  std::atomic<std::thread::id> owner_{};
+  std::vector<std::function<void()>> posted_;  // under m_
+  int wanting_ = 0;                            // under m_
+  int sleepers_ = 0;                           // threads blocked in acquire*(), under m_
+  bool home_stopped_ = false;                  // under m_
+  std::vector<Wait*> waits_;                   // the owner's
+};
+
+template <typename F>
+auto Ownership::call(F&& f) -> decltype(f()) {
+  using R = decltype(f());
+  if (owned()) return f();
+  Call c;
+  if constexpr (std::is_void_v<R>) {
+    post([&] {
+      try {
+        f();
+      } catch (...) {
+        c.error = std::current_exception();
+      }
+      finish(c.done);
+    });
+    waitFor(c.done);
+    if (c.error) std::rethrow_exception(c.error);
+  } else {
+    std::optional<R> result;
+    post([&] {
+      try {
+        result.emplace(f());
+      } catch (...) {
+        c.error = std::current_exception();
+      }
+      finish(c.done);
+    });
+    waitFor(c.done);
+    if (c.error) std::rethrow_exception(c.error);
+    return std::move(*result);
+  }
+}
+
+}  // namespace mw
