@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,6 +27,9 @@ namespace {
 constexpr std::chrono::microseconds kFirstBackoff{20};
 constexpr std::chrono::microseconds kLastBackoff{1000};
 constexpr int kProgressRounds = 64;
+// How long the mw-ucx thread polls without UCX doing anything while
+// operations run, before it sleeps on the fds.
+constexpr std::chrono::microseconds kStallLimit{100};
 
 // epoll tags: the kind in the top byte, a pid below it.
 constexpr uint64_t kWorkerTag = 1ull << 56;
@@ -335,17 +339,26 @@ void UcxEngine::run() {
   // A waiter keeps the engine from this thread for at most this long:
   // timers and the pidfds are served here.
   constexpr std::chrono::microseconds kPatience{1000};
+  // The backoff timer below is in microseconds; the default 50 us of
+  // slack would more than double it.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   epoll_event events[16];
   int n = 0;
   std::chrono::microseconds backoff = kFirstBackoff;
+  auto last_progress = std::chrono::steady_clock::time_point();
   for (;;) {
     if (!own_.acquireHome(kPatience)) return;
     ucs_status_t armed;
     bool sends_wait;
     std::chrono::steady_clock::time_point next_timer;
     handleEvents(events, n);
+    bool polling;
     for (;;) {
-      if (turn()) backoff = kFirstBackoff;
+      if (turn()) {
+        backoff = kFirstBackoff;
+        last_progress = std::chrono::steady_clock::now();
+      }
+      polling = transfers_ > 0 && std::chrono::steady_clock::now() - last_progress < kStallLimit;
       next_timer = fireTimers();
       armed = armAll();
       sends_wait = waiting_sends_ > 0;
@@ -363,7 +376,7 @@ void UcxEngine::run() {
       sleep = std::min<std::chrono::nanoseconds>(sleep, backoff);
       backoff = std::min(backoff * 2, kLastBackoff);
     }
-    if (armed == UCS_ERR_BUSY || sleep.count() <= 0 || own_.wanted()) {
+    if (armed == UCS_ERR_BUSY || sleep.count() <= 0 || polling || own_.wanted()) {
       n = epoll_wait(epoll_fd_, events, 16, 0);
     } else if (sleep == std::chrono::nanoseconds::max()) {
       n = epoll_wait(epoll_fd_, events, 16, -1);

@@ -94,6 +94,12 @@ class UcxEngine : public ProgressDriver {
   }
   void sendDone() { --waiting_sends_; }
 
+  // Owner: an operation of a world started or ended. While any runs and
+  // UCX keeps making progress, the mw-ucx thread polls instead of sleeping
+  // (for at most kStallLimit without progress).
+  void transferStarted() { ++transfers_; }
+  void transferEnded() { --transfers_; }
+
   // Owner: calls `exited` (on the owner) once the
   // process `pid` has exited. False when the process cannot be watched
   // (already gone, or another process now has that pid: `start_ticks`
@@ -165,6 +171,7 @@ class UcxEngine : public ProgressDriver {
   Ownership own_;
   std::vector<std::function<void()>> deferred_;
   int waiting_sends_ = 0;
+  int transfers_ = 0;
   std::map<int, Watch> watches_;  // by pid
   std::map<WatchId, int> watch_pid_;
   struct FdWatch {

@@ -233,6 +233,7 @@ void UcxWorld::begin(const OpDesc& op, const std::shared_ptr<Request>& r) {
     u = new UcxCollective(*this, r, ticket, op, channel, std::move(schedule));
   }
   pending_[r.get()] = u;
+  ucx_->engine()->transferStarted();
   if (op_timeout_.count() > 0 && op_timer_ == 0) armOpTimer(u->started() + op_timeout_);
   {
     UcxOp::Entry entry(*u);
@@ -263,6 +264,7 @@ void UcxWorld::onOpTimer() {
 
 void UcxWorld::finished(UcxOp* op, OpResult result) {
   pending_.erase(op->request());
+  ucx_->engine()->transferEnded();
   if (result.status == Status::Cancelled && !aborted_) {
     order_.finishOutOfOrder(op->lane(), op->ticket(), std::move(result));
   } else {
@@ -475,6 +477,7 @@ void UcxWorld::sendGoodbyes() {
 void UcxWorld::abandon(UcxOp* op) {
   // UCX may still call it back; it lives on with the context, unheard.
   pending_.erase(op->request());
+  ucx_->engine()->transferEnded();
   OpResult f = world_->failure();
   if (op->done()) f = op->result();
   const int lane = op->lane();
