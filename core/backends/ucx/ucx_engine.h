@@ -36,6 +36,7 @@
 
 #include "core/ownership.h"
 #include "core/progress_driver.h"
+#include "core/timer_queue.h"
 
 namespace mw {
 
@@ -119,7 +120,7 @@ class UcxEngine : public ProgressDriver {
   void unwatchFd(FdWatchId id);
 
   // Owner: runs `fire` on the owner at `when` (op_timeout_ms). Cancelling a timer that fired does nothing.
-  using TimerId = uint64_t;
+  using TimerId = TimerQueue::Id;
   TimerId schedule(std::chrono::steady_clock::time_point when, std::function<void()> fire);
   void cancel(TimerId id);
 
@@ -129,6 +130,12 @@ class UcxEngine : public ProgressDriver {
   void shutdown();
 
  private:
+  // epoll tags: the kind in the top byte, a pid or an FdWatchId below it.
+  static constexpr uint64_t kWorkerTag = 1ull << 56;
+  static constexpr uint64_t kWakeTag = 2ull << 56;
+  static constexpr uint64_t kPidTag = 3ull << 56;
+  static constexpr uint64_t kFdTag = 4ull << 56;
+
   struct PathWorker {
     ucp_context_h context = nullptr;
     ucp_worker_h worker = nullptr;
@@ -181,9 +188,7 @@ class UcxEngine : public ProgressDriver {
   std::map<FdWatchId, FdWatch> fd_watches_;
   FdWatchId next_fd_watch_ = 1;
   WatchId next_watch_ = 1;
-  std::map<std::pair<std::chrono::steady_clock::time_point, TimerId>, std::function<void()>> timers_;
-  std::map<TimerId, std::chrono::steady_clock::time_point> timer_due_;
-  TimerId next_timer_ = 1;
+  TimerQueue timers_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> down_{false};  // the worker is gone
   std::thread thread_;

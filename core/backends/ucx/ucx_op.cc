@@ -198,9 +198,10 @@ bool UcxP2p::takeBack() {
 }
 
 void UcxP2p::transferDone(UcxTransfer& t) {
+  if (t.status == UCS_OK && (!t.recv || t.length == t.bytes)) return finish({});
+  // Failures only from here: the success path builds no strings.
   const char* what = t.recv ? "recv" : "send";
   const std::string from = std::string(t.recv ? " from" : " to") + " rank " + std::to_string(t.peer);
-  if (t.status == UCS_OK && (!t.recv || t.length == t.bytes)) return finish({});
   if (t.recv && (t.status == UCS_OK || t.status == UCS_ERR_MESSAGE_TRUNCATED)) {
     // As in MPI: the receive fails, the send succeeded, the world goes on.
     return finish({Status::InvalidArgument, "recv of " + std::to_string(t.bytes) + " bytes" + from +
