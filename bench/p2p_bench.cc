@@ -105,6 +105,8 @@ void mwCheck(mw_status_t s, const char* what) {
 P2pPeer::State::State(const PeerSetup& setup)
     : rank(setup.rank),
       peer(1 - setup.rank),
+      // The library's default spin_us is 20.
+      spin_s_((setup.spin_us >= 0 ? setup.spin_us : 20) * 1e-6),
       timeout_(setup.timeout_ms),
       timeout_ms_(setup.timeout_ms) {
   // OURS: defaults except where a benchmark on a shared loopback needs
@@ -381,9 +383,10 @@ double P2pPeer::State::execute(const P2pCommand& c) {
   if (impl == Impl::Ours && lat) return oursLatency(c);
   if (impl == Impl::Gloo && bw) return glooBandwidth(c);
   if (impl == Impl::Gloo && lat) return glooLatency(c);
-  RawUcx* u = impl == Impl::Ucx ? ucx_.get() : impl == Impl::UcxShm ? ucx_shm_.get() : nullptr;
-  if (u && bw) return ucxBandwidth(c, *u);
-  if (u && lat) return ucxLatency(c, *u);
+  RawUcx* u = impl == Impl::Ucx || impl == Impl::UcxSleep ? ucx_.get() : impl == Impl::UcxShm ? ucx_shm_.get() : nullptr;
+  const double sleep_spin_s = impl == Impl::UcxSleep ? spin_s_ : -1;
+  if (u && bw) return ucxBandwidth(c, *u, sleep_spin_s);
+  if (u && lat) return ucxLatency(c, *u, sleep_spin_s);
   throw BenchError("unknown command " + std::to_string(c.measure) + "/" + std::to_string(c.impl));
 }
 

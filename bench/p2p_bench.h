@@ -27,7 +27,9 @@ class BenchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Impl : uint32_t { Ours = 1, Gloo = 2, Ucx = 3, UcxShm = 4 };
+// UcxSleep: raw UCX (as Ucx) that waits as multiworld does: polls for
+// ours' spin_us, then sleeps on the worker's event fd.
+enum class Impl : uint32_t { Ours = 1, Gloo = 2, Ucx = 3, UcxShm = 4, UcxSleep = 5 };
 enum class Measure : uint32_t { Bandwidth = 1, Latency = 2, Quit = 3 };
 
 // Outstanding transfers per direction in the bandwidth measurement.

@@ -112,7 +112,27 @@ void P2pPeer::State::ucxCheck(const RawUcxOp& op, size_t bytes, const char* what
   }
 }
 
-double P2pPeer::State::ucxBandwidth(const P2pCommand& c, RawUcx& u) {
+namespace {
+
+void waitOp(RawUcx& u, RawUcxOp& op, double sleep_spin_s) {
+  if (sleep_spin_s < 0) {
+    u.wait(op, kUcxTimeoutS);
+  } else {
+    u.waitSleeping(op, sleep_spin_s, kUcxTimeoutS);
+  }
+}
+
+void pollOps(RawUcx& u, std::vector<RawUcxOp*>& done, double sleep_spin_s) {
+  if (sleep_spin_s < 0) {
+    u.poll(done, kUcxTimeoutS);
+  } else {
+    u.pollSleeping(done, sleep_spin_s, kUcxTimeoutS);
+  }
+}
+
+}  // namespace
+
+double P2pPeer::State::ucxBandwidth(const P2pCommand& c, RawUcx& u, double sleep_spin_s) {
   const size_t bytes = c.bytes;
   const uint64_t n = c.iters;
   std::vector<RawUcxOp> ops(kWindow);
@@ -123,7 +143,7 @@ double P2pPeer::State::ucxBandwidth(const P2pCommand& c, RawUcx& u) {
     std::vector<RawUcxOp*> free_ops;
     for (RawUcxOp& op : ops) free_ops.push_back(&op);
     auto reap = [&] {
-      u.poll(done, kUcxTimeoutS);
+      pollOps(u, done, sleep_spin_s);
       for (RawUcxOp* op : done) {
         if (op->status != UCS_OK) throw BenchError(std::string("ucx bandwidth send: ") + ucs_status_string(op->status));
         free_ops.push_back(op);
@@ -151,7 +171,7 @@ double P2pPeer::State::ucxBandwidth(const P2pCommand& c, RawUcx& u) {
   sendSync();
   uint64_t received = 0;
   while (received < n) {
-    u.poll(done, kUcxTimeoutS);
+    pollOps(u, done, sleep_spin_s);
     for (RawUcxOp* op : done) {
       ucxCheck(*op, bytes, "ucx bandwidth recv");
       ++received;
@@ -163,7 +183,7 @@ double P2pPeer::State::ucxBandwidth(const P2pCommand& c, RawUcx& u) {
   return 0;
 }
 
-double P2pPeer::State::ucxLatency(const P2pCommand& c, RawUcx& u) {
+double P2pPeer::State::ucxLatency(const P2pCommand& c, RawUcx& u, double sleep_spin_s) {
   const size_t bytes = c.bytes;
   const uint64_t total = c.iters + 1;  // the first round trip is untimed
   fillPattern(final_tx_->data(), bytes, payloadSeed(c.seed, rank));
@@ -175,8 +195,8 @@ double P2pPeer::State::ucxLatency(const P2pCommand& c, RawUcx& u) {
       const bool last = j + 1 == total;
       u.recv(last ? final_rx_->data() : rxBuf(0), bytes, kUcxTag, r[0]);
       u.send(0, last ? final_tx_->data() : tx_->data(), bytes, kUcxTag, s);
-      u.wait(s, kUcxTimeoutS);
-      u.wait(r[0], kUcxTimeoutS);
+      waitOp(u, s, sleep_spin_s);
+      waitOp(u, r[0], sleep_spin_s);
       ucxCheck(r[0], bytes, "ucx pong");
       clock.done(j);
     }
@@ -188,11 +208,11 @@ double P2pPeer::State::ucxLatency(const P2pCommand& c, RawUcx& u) {
   u.recv(rbuf(0), bytes, kUcxTag, r[0]);
   for (uint64_t j = 0; j < total; ++j) {
     RawUcxOp& now = r[j % 2];
-    u.wait(now, kUcxTimeoutS);
+    waitOp(u, now, sleep_spin_s);
     ucxCheck(now, bytes, "ucx ping");
     if (j + 1 < total) u.recv(rbuf(j + 1), bytes, kUcxTag, r[(j + 1) % 2]);
     u.send(0, j + 1 == total ? final_tx_->data() : tx_->data(), bytes, kUcxTag, s);
-    u.wait(s, kUcxTimeoutS);
+    waitOp(u, s, sleep_spin_s);
   }
   verifyPattern(final_rx_->data(), bytes, payloadSeed(c.seed, 0), "ucx latency (ping)");
   return 0;

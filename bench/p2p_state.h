@@ -103,8 +103,9 @@ class P2pPeer::State {
   double oursLatency(const P2pCommand& c);
   double glooBandwidth(const P2pCommand& c);
   double glooLatency(const P2pCommand& c);
-  double ucxBandwidth(const P2pCommand& c, RawUcx& u);
-  double ucxLatency(const P2pCommand& c, RawUcx& u);
+  // `sleep_spin_s` >= 0: wait as UcxSleep does, polling that long first.
+  double ucxBandwidth(const P2pCommand& c, RawUcx& u, double sleep_spin_s);
+  double ucxLatency(const P2pCommand& c, RawUcx& u, double sleep_spin_s);
 
   mw_request_t* oursSend(const void* buf, std::size_t n);
   mw_request_t* oursRecv(void* buf, std::size_t n);
@@ -116,6 +117,7 @@ class P2pPeer::State {
   // Throws unless `op` received exactly `bytes`.
   void ucxCheck(const RawUcxOp& op, std::size_t bytes, const char* what);
 
+  const double spin_s_;  // ours' spin_us, for UcxSleep
   const std::chrono::milliseconds timeout_;
   const int timeout_ms_;
 

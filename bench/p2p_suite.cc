@@ -52,13 +52,13 @@ constexpr uint64_t kMaxIters = 2000000;
 
 // One size's results, from rank 0 to the parent through a pipe. RAW is raw
 // UCX (error mode PEER) with the UCX backend, raw Gloo with the Gloo backend
-// (GLOO and SHM unused); SHM is raw UCX without error handling, where
-// has_shm says so.
+// (GLOO, SLEEP and SHM unused); SLEEP is raw UCX that waits as ours does;
+// SHM is raw UCX without error handling, where has_shm says so.
 struct Row {
   uint64_t bytes = 0;
   bool has_shm = false;
-  double ours_gbps = 0, raw_gbps = 0, gloo_gbps = 0, shm_gbps = 0;
-  double ours_lat_us = 0, raw_lat_us = 0, gloo_lat_us = 0, shm_lat_us = 0;
+  double ours_gbps = 0, raw_gbps = 0, gloo_gbps = 0, shm_gbps = 0, sleep_gbps = 0;
+  double ours_lat_us = 0, raw_lat_us = 0, gloo_lat_us = 0, shm_lat_us = 0, sleep_lat_us = 0;
 };
 
 // What rank 0 sends the parent before the rows: the lanes of UCX's and
@@ -92,7 +92,8 @@ class Driver {
     // OURS and RAW run the same iteration count, calibrated on both; GLOO,
     // next to UCX often 10x slower, and SHM, often 10x faster, get counts
     // of their own.
-    const std::vector<Impl> pair = {Impl::Ours, raw_};
+    std::vector<Impl> pair = {Impl::Ours, raw_};
+    if (ucx_) pair.push_back(Impl::UcxSleep);
     std::vector<std::vector<Impl>> groups = {pair};
     if (ucx_) groups.push_back({Impl::Gloo});
     if (shm_) groups.push_back({Impl::UcxShm});
@@ -134,6 +135,8 @@ class Driver {
     if (ucx_) {
       row.gloo_gbps = median(gbps[Impl::Gloo]);
       row.gloo_lat_us = median(lat_us[Impl::Gloo]);
+      row.sleep_gbps = median(gbps[Impl::UcxSleep]);
+      row.sleep_lat_us = median(lat_us[Impl::UcxSleep]);
     }
     if (shm_) {
       row.has_shm = true;
@@ -223,8 +226,9 @@ double ratioOf(double ours, double raw) { return raw > 0 ? ours / raw : 0; }
 
 void printHeader(bool ucx) {
   if (ucx) {
-    std::printf("%10s %10s %10s %7s %10s %10s %12s %11s %13s %12s %11s\n", "bytes", "ours_gbps", "raw_gbps", "ratio",
-                "gloo_gbps", "shm_gbps", "ours_lat_us", "raw_lat_us", "added_lat_us", "gloo_lat_us", "shm_lat_us");
+    std::printf("%10s %10s %10s %7s %10s %11s %10s %10s %12s %11s %13s %12s %12s %11s\n", "bytes", "ours_gbps",
+                "raw_gbps", "ratio", "sleep_gbps", "ratio_sleep", "gloo_gbps", "shm_gbps", "ours_lat_us", "raw_lat_us",
+                "added_lat_us", "sleep_lat_us", "gloo_lat_us", "shm_lat_us");
   } else {
     std::printf("%10s %10s %10s %7s %12s %11s %13s\n", "bytes", "ours_gbps", "raw_gbps", "ratio", "ours_lat_us",
                 "raw_lat_us", "added_lat_us");
@@ -241,8 +245,9 @@ void printRow(const Row& r, bool ucx) {
       std::snprintf(shm_gbps, sizeof shm_gbps, "%.3f", r.shm_gbps);
       std::snprintf(shm_lat, sizeof shm_lat, "%.2f", r.shm_lat_us);
     }
-    std::printf("%10llu %10.3f %10.3f %7.3f %10.3f %10s %12.2f %11.2f %13.2f %12.2f %11s\n", bytes, r.ours_gbps,
-                r.raw_gbps, ratio, r.gloo_gbps, shm_gbps, r.ours_lat_us, r.raw_lat_us, added, r.gloo_lat_us, shm_lat);
+    std::printf("%10llu %10.3f %10.3f %7.3f %10.3f %11.3f %10.3f %10s %12.2f %11.2f %13.2f %12.2f %12.2f %11s\n",
+                bytes, r.ours_gbps, r.raw_gbps, ratio, r.sleep_gbps, ratioOf(r.ours_gbps, r.sleep_gbps), r.gloo_gbps,
+                shm_gbps, r.ours_lat_us, r.raw_lat_us, added, r.sleep_lat_us, r.gloo_lat_us, shm_lat);
   } else {
     std::printf("%10llu %10.3f %10.3f %7.3f %12.2f %11.2f %13.2f\n", bytes, r.ours_gbps, r.raw_gbps, ratio,
                 r.ours_lat_us, r.raw_lat_us, added);
@@ -259,12 +264,15 @@ std::vector<common::JsonRow> jsonRows(const std::vector<Row>& rows, bool ucx) {
                          {"raw_gbps", jnum(r.raw_gbps)},
                          {"ratio", jnum(ratioOf(r.ours_gbps, r.raw_gbps))}};
     if (ucx) {
+      j.push_back({"sleep_gbps", jnum(r.sleep_gbps)});
+      j.push_back({"ratio_sleep", jnum(ratioOf(r.ours_gbps, r.sleep_gbps))});
       j.push_back({"gloo_gbps", jnum(r.gloo_gbps)});
       j.push_back({"shm_gbps", r.has_shm ? jnum(r.shm_gbps) : "null"});
     }
     j.push_back({"ours_lat_us", jnum(r.ours_lat_us)});
     j.push_back({"raw_lat_us", jnum(r.raw_lat_us)});
     if (ucx) {
+      j.push_back({"sleep_lat_us", jnum(r.sleep_lat_us)});
       j.push_back({"gloo_lat_us", jnum(r.gloo_lat_us)});
       j.push_back({"shm_lat_us", r.has_shm ? jnum(r.shm_lat_us) : "null"});
       // How many times ours beats raw Gloo: bandwidth, and latency (lower).
@@ -320,7 +328,8 @@ int runP2pSuite(const BenchOptions& opt) {
     if (opt.ucx) {
       std::printf("# ours = multiworld UCX world (mw_wait/mw_poll, spin_us %s), raw = a plain ucp tag loop "
                   "polling ucp_worker_progress (own ucp_context, features TAG|WAKEUP, endpoints in error mode peer "
-                  "as ours), UCX_TLS %s; gloo = gloo::rendezvous::Context, tcp on 127.0.0.1; shm = raw with "
+                  "as ours), UCX_TLS %s; sleep = the same raw loop waiting as ours does (polls for ours' spin_us, then sleeps on "
+                  "the worker's event fd), ratio_sleep = ours/sleep; gloo = gloo::rendezvous::Context, tcp on 127.0.0.1; shm = raw with "
                   "endpoints in error mode none (shared memory: what peer mode gives up; - where UCX_TLS excludes "
                   "it); ratio = ours/raw; ",
                   common::spinText(opt).c_str(), common::ucxTls().c_str());

@@ -212,19 +212,34 @@ void RawUcx::wait(RawUcxOp& op, double timeout_s) {
 }
 
 void RawUcx::waitSleeping(RawUcxOp& op, double spin_s, double timeout_s) {
+  progressSleeping(op.done, spin_s, timeout_s, "wait");
+  if (op.status != UCS_OK) fail("a transfer failed", op.status);
+}
+
+void RawUcx::pollSleeping(std::vector<RawUcxOp*>& out, double spin_s, double timeout_s) {
+  out.clear();
+  if (!any_completed_) ucp_worker_progress(worker_);
+  progressSleeping(any_completed_, spin_s, timeout_s, "poll");
+  out.swap(completed_);
+  any_completed_ = false;
+}
+
+void RawUcx::progressSleeping(const bool& flag, double spin_s, double timeout_s, const char* what) {
   const double start = now(), spin_end = start + spin_s, deadline = start + timeout_s;
   long sleep_ns = 20000;
-  while (!op.done) {
+  while (!flag) {
     if (ucp_worker_progress(worker_) != 0 || now() < spin_end) continue;
-    if (ep_error_ != UCS_OK) fail("wait", ep_error_);
-    if (now() > deadline) throw RawUcxError("raw UCX: wait: nothing completed within " + std::to_string(timeout_s) + " s");
+    if (ep_error_ != UCS_OK) fail(what, ep_error_);
+    if (now() > deadline) {
+      throw RawUcxError(std::string("raw UCX: ") + what + ": nothing completed within " + std::to_string(timeout_s) +
+                        " s");
+    }
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;  // events came in meanwhile
     pollfd p{efd_, POLLIN, 0};
     const timespec ts{0, sleep_ns};
     ::ppoll(&p, 1, &ts, nullptr);
     sleep_ns = std::min(sleep_ns * 2, 1000000L);
   }
-  if (op.status != UCS_OK) fail("a transfer failed", op.status);
 }
 
 void RawUcx::poll(std::vector<RawUcxOp*>& out, double timeout_s) {

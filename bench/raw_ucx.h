@@ -63,6 +63,8 @@ class RawUcx {
   // up to 1 ms (shared memory does not wake a sender when the peer makes
   // room or answers a rendezvous), as multiworld's engine does.
   void waitSleeping(RawUcxOp& op, double spin_s, double timeout_s);
+  // poll(), waiting as waitSleeping() does.
+  void pollSleeping(std::vector<RawUcxOp*>& out, double spin_s, double timeout_s);
   // Progresses until at least one op with `queue` set completed, then moves
   // every such completed op into `out` (cleared first).
   void poll(std::vector<RawUcxOp*>& out, double timeout_s);
@@ -78,6 +80,7 @@ class RawUcx {
   static bool sharedMemoryAllowed();
 
  private:
+  void progressSleeping(const bool& flag, double spin_s, double timeout_s, const char* what);
   static void onSend(void* request, ucs_status_t status, void* arg);
   static void onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* arg);
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
