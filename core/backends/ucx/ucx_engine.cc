@@ -274,10 +274,16 @@ bool UcxEngine::spinUntil(const std::function<bool()>& done) {
     if ((i & 7) == 0 && std::chrono::steady_clock::now() >= end) break;
   }
   if (!nested) {
+    bool busy = false;
     if (mine) {
-      while (!own_.tryRelease()) turn();
+      do {
+        turn();
+        busy = transfers_ > 0;
+      } while (!own_.tryRelease());
     }
     own_.unwant();
+    // mw-ucx may sleep without a timer: it polls what this waiter leaves running.
+    if (busy && !result) kick();
   }
   return result;
 }
