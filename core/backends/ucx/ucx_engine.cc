@@ -1,6 +1,7 @@
 #include "core/backends/ucx/ucx_engine.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -370,6 +371,9 @@ void UcxEngine::run() {
     }
     if (n < 0 && errno == ENOSYS) n = epoll_wait(epoll_fd_, events, 16, 1);  // before Linux 5.11
     if (n < 0) n = 0;
+    // Polling gives way to whatever else waits for this CPU (other members
+    // on a host with fewer cores than processes).
+    if (polling && n == 0) sched_yield();
     for (int i = 0; i < n; ++i) {
       if (events[i].data.u64 == kWakeTag) {
         uint64_t v;
