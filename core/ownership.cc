@@ -146,9 +146,9 @@ void Ownership::runPosted() {
         work();
       } catch (const std::exception& e) {
         // Posted work reports its own failures; this only keeps the owner alive.
-        MW_LOG(LogLevel::Error, "work handed to the UCX engine failed: %s", e.what());
+        MW_LOG(LogLevel::Error, "work handed to the owner failed: %s", e.what());
       } catch (...) {
-        MW_LOG(LogLevel::Error, "work handed to the UCX engine failed");
+        MW_LOG(LogLevel::Error, "work handed to the owner failed");
       }
     }
   }

@@ -56,7 +56,7 @@ class Ownership {
 
   // The home thread: blocks until it owns the state. A waiter that wants
   // it goes first, unless it keeps the home thread out for longer than
-  // `patience` (timers and process watches run only at home). False, not
+  // `patience` (the fds it sleeps on are served only at home). False, not
   // owning, once stopHome() was called.
   bool acquireHome(std::chrono::microseconds patience);
   // A waiter announces itself before it tries, and withdraws when its spin
