@@ -55,7 +55,7 @@ class UcxEngine : public ProgressDriver {
   // True on the thread that owns the engine now. Everything below marked
   // "owner" runs there only.
   bool owned() const noexcept { return own_.owned(); }
-  // Hands work to the owner (ucx_engine.h's top); see Ownership.
+  // Hand work to the owner (see the top of this file, and Ownership).
   void post(std::function<void()> work) { own_.post(std::move(work)); }
   template <typename F>
   auto call(F&& f) -> decltype(f()) {
@@ -85,10 +85,10 @@ class UcxEngine : public ProgressDriver {
   // anything.
   bool progress();
 
-  // Owner: a send of ours is waiting inside UCX. The worker's
-  // event fd reports arrivals, but not always that a peer's queue has room
+  // Owner: a send of ours is waiting inside UCX. The worker's event fd
+  // reports arrivals, but not always that a peer's queue has room
   // again or that a rendezvous may go on, so while any send waits the
-  // progress thread wakes on a short, growing timer (20 us to 1 ms) as
+  // mw-ucx thread wakes on a short, growing timer (20 us to 1 ms) as
   // well as on events.
   void sendWaiting() {
     if (waiting_sends_++ == 0) kick();  // it may sleep without a timer
@@ -97,29 +97,31 @@ class UcxEngine : public ProgressDriver {
 
   // Owner: an operation of a world started or ended. While any runs and
   // UCX keeps making progress, the mw-ucx thread polls instead of sleeping
-  // (for at most kStallLimit without progress).
+  // (until 100 us pass without progress).
   void transferStarted() { ++transfers_; }
   void transferEnded() { --transfers_; }
 
-  // Owner: calls `exited` (on the owner) once the
-  // process `pid` has exited. False when the process cannot be watched
-  // (already gone, or another process now has that pid: `start_ticks`
-  // is its start time in clock ticks since boot, /proc/<pid>/stat field 22).
+  // Owner: calls `exited` (on the owner) once the process `pid` has
+  // exited. False when the process cannot be watched (already gone, or
+  // another process now has that pid: `start_ticks` is its start time in
+  // clock ticks since boot, /proc/<pid>/stat field 22).
   using WatchId = uint64_t;
   bool watchProcess(int pid, unsigned long long start_ticks, std::function<void()> exited, WatchId& id);
   void unwatchProcess(WatchId id);
-  // Owner: true when the watched process `pid` has exited, in
-  // which case its listeners have been called, as its pidfd would have.
+  // Owner: true when the watched process `pid` has exited, in which case
+  // its listeners have been called, as its pidfd would have.
   // For a transport error that may be a death the pidfd has not told yet.
   bool processGone(int pid);
 
-  // Owner: calls `ready` (on the owner) with the epoll events of `fd` (EPOLLIN, EPOLLOUT) each time it is
-  // ready, until unwatched. The caller keeps owning the fd.
+  // Owner: calls `ready` (on the owner) with the epoll events of `fd`
+  // (EPOLLIN, EPOLLOUT) each time it is ready, until unwatched. The caller
+  // keeps owning the fd.
   using FdWatchId = uint64_t;
   FdWatchId watchFd(int fd, uint32_t events, std::function<void(uint32_t)> ready);
   void unwatchFd(FdWatchId id);
 
-  // Owner: runs `fire` on the owner at `when` (op_timeout_ms). Cancelling a timer that fired does nothing.
+  // Owner: runs `fire` on the owner at `when` (op_timeout_ms). Cancelling
+  // a timer that fired does nothing.
   using TimerId = TimerQueue::Id;
   TimerId schedule(std::chrono::steady_clock::time_point when, std::function<void()> fire);
   void cancel(TimerId id);
