@@ -26,7 +26,7 @@ void Ownership::post(std::function<void()> work) {
   if (here) {  // no home thread any more: run it here, as the owner
     acquire();
     work();
-    while (!tryRelease()) runPosted();
+    release();
     return;
   }
   if (wake) wake_();
@@ -131,6 +131,10 @@ bool Ownership::tryRelease() {
   owner_.store(std::thread::id(), std::memory_order_release);
   if (sleepers_ > 0) home_turn_.notify_all();
   return true;
+}
+
+void Ownership::release() {
+  while (!tryRelease()) runPosted();
 }
 
 void Ownership::runPosted() {

@@ -71,6 +71,8 @@ class Ownership {
   // Lets go, unless work was posted that the owner has not run: then it
   // keeps owning and returns false, and the owner takes another turn.
   bool tryRelease();
+  // Runs what was posted until it can let go.
+  void release();
   // True when a waiter wants the state: the home thread then lets go soon.
   bool wanted() const;
 

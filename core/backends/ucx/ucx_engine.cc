@@ -208,9 +208,7 @@ void UcxEngine::shutdown() {
   own_.acquire();
   struct Release {
     Ownership& own;
-    ~Release() {
-      while (!own.tryRelease()) own.runPosted();
-    }
+    ~Release() { own.release(); }
   } release{own_};
   if (down_) return;
   own_.runPosted();
@@ -313,10 +311,9 @@ UcxEngine::TimerId UcxEngine::schedule(std::chrono::steady_clock::time_point whe
 
 void UcxEngine::cancel(TimerId id) { timers_.cancel(id); }
 
-std::chrono::steady_clock::time_point UcxEngine::fireTimers() {
+void UcxEngine::fireTimers() {
   timers_.fireDue(std::chrono::steady_clock::now());
   runDeferred();
-  return timers_.next();
 }
 
 void UcxEngine::run() {
@@ -343,7 +340,7 @@ void UcxEngine::run() {
         last_progress = std::chrono::steady_clock::now();
       }
       polling = transfers_ > 0 && std::chrono::steady_clock::now() - last_progress < kStallLimit;
-      next_timer = fireTimers();
+      next_timer = timers_.next();  // turn() fired what was due
       armed = armAll();
       sends_wait = waiting_sends_ > 0;
       if (own_.tryRelease()) break;  // else work was posted meanwhile

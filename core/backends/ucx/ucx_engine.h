@@ -165,8 +165,8 @@ class UcxEngine : public ProgressDriver {
     for (const PathWorker& p : paths_) f(p.worker);
   }
   void runDeferred();  // owner
-  // Owner: fires due timers; the time the next one is due.
-  std::chrono::steady_clock::time_point fireTimers();
+  // Owner: fires due timers and what they deferred.
+  void fireTimers();
   void processExited(int pid);  // owner
 
   const std::chrono::microseconds spin_;
