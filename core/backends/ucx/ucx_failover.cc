@@ -8,19 +8,11 @@
 
 namespace mw {
 
-// A message kept until the peer acknowledges it.
-struct UcxFailover::Outgoing {
-  pathwire::Header header;  // UCX reads it until the send completes
-  const void* buffer = nullptr;
-  size_t bytes = 0;
-  SendDone done;
-  unsigned in_ucx = 0;  // sends of it UCX still holds (the buffer is read)
-  bool acked = false;
-};
-
-// One send of a message on one endpoint, for its completion callback.
+// One transmission of a message on one endpoint, for its completion
+// callback; UCX reads the header until then.
 struct UcxFailover::Attempt {
-  std::shared_ptr<Outgoing> out;
+  pathwire::Header header;
+  SendWindow::MessagePtr message;
   std::weak_ptr<UcxFailover> owner;
   UcxEngine* engine = nullptr;
   int peer = 0;
@@ -67,7 +59,7 @@ void UcxFailover::connect(int peer, uint32_t world_id, const std::vector<UcxPath
     path.down_since = now;
     startReach(p, path);
   }
-  p.progress = now;
+  p.sending.restart();
   p.connected = true;
   armTimer();
 }
@@ -103,16 +95,9 @@ void UcxFailover::close() {
   }
   dropArrivals();
   for (Peer& p : peers_) {
-    auto sends = std::move(p.unacked);
-    p.unacked.clear();
-    for (auto& o : sends) o->done(UCS_ERR_CANCELED);
-    auto posted = std::move(p.posted);
-    p.posted.clear();
-    for (auto& [channel, queue] : posted) {
-      for (Posted& r : queue) r.done(UCS_ERR_CANCELED, 0);
-    }
+    p.sending.giveUp();
+    p.receiving.giveUp();
   }
-  recv_index_.clear();
   guards_.clear();
 }
 
@@ -155,31 +140,25 @@ std::string UcxFailover::pathName(const Peer& p, const Path& path) const {
 // ---------------------------------------------------------------- sending
 
 void UcxFailover::send(int peer, uint64_t channel, const void* buffer, size_t bytes, SendDone done) {
-  Peer& p = peers_[static_cast<size_t>(peer)];
   if (closed_) {
-    done(UCS_ERR_CANCELED);
+    done(DeliveryOutcome::GivenUp);
     return;
   }
-  auto o = std::make_shared<Outgoing>();
-  o->header.to_world = p.world_id;
-  o->header.from_world = world_id_;
-  o->header.from_rank = static_cast<uint32_t>(rank_);
-  o->header.channel = channel;
-  o->header.seq = p.next_seq++;
-  o->buffer = buffer;
-  o->bytes = bytes;
-  o->done = std::move(done);
-  if (p.unacked.empty()) p.progress = Clock::now();
-  p.unacked.push_back(o);
-  transmit(p, o);
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  transmit(p, p.sending.add(channel, buffer, bytes, std::move(done)));
   armTimer();
 }
 
-void UcxFailover::transmit(Peer& p, const std::shared_ptr<Outgoing>& o) {
+void UcxFailover::transmit(Peer& p, const SendWindow::MessagePtr& m) {
   if (p.left || p.paths.empty() || p.current >= p.paths.size()) return;
   Path& path = p.paths[p.current];
   if (pathIsDown(path.state) || !path.ep) return;  // it goes when a path comes back
-  auto* a = new Attempt{o, weak_from_this(), &engine_, p.rank, path.ep_serial};
+  auto* a = new Attempt{{}, m, weak_from_this(), &engine_, p.rank, path.ep_serial};
+  a->header.to_world = p.world_id;
+  a->header.from_world = world_id_;
+  a->header.from_rank = static_cast<uint32_t>(rank_);
+  a->header.channel = m->channel;
+  a->header.seq = m->seq;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
@@ -187,13 +166,12 @@ void UcxFailover::transmit(Peer& p, const std::shared_ptr<Outgoing>& o) {
   param.cb.send = [](void* request, ucs_status_t status, void* arg) {
     ucp_request_free(request);
     std::unique_ptr<Attempt> a(static_cast<Attempt*>(arg));
-    --a->out->in_ucx;
     a->engine->sendDone();
-    if (auto f = a->owner.lock()) f->attemptEnded(a->peer, a->ep_serial, status);
+    if (auto f = a->owner.lock()) f->attemptEnded(a->peer, a->ep_serial, status, *a->message);
   };
-  void* r = ucp_am_send_nbx(path.ep, pathwire::kData, &o->header, sizeof o->header, o->buffer, o->bytes, &param);
+  void* r = ucp_am_send_nbx(path.ep, pathwire::kData, &a->header, sizeof a->header, m->buffer, m->bytes, &param);
   if (UCS_PTR_IS_PTR(r)) {
-    ++o->in_ucx;
+    p.sending.transmitting(*m);
     engine_.sendWaiting();
     return;
   }
@@ -207,46 +185,20 @@ void UcxFailover::transmit(Peer& p, const std::shared_ptr<Outgoing>& o) {
   }
 }
 
-void UcxFailover::attemptEnded(int peer, uint64_t ep_serial, ucs_status_t status) {
-  Peer& p = peers_[static_cast<size_t>(peer)];
+void UcxFailover::attemptEnded(int peer, uint64_t ep_serial, ucs_status_t status, SendWindow::Message& m) {
   if (status != UCS_OK && status != UCS_ERR_CANCELED) {
     engine_.defer([w = weak_from_this(), peer, ep_serial, status] {
       if (auto f = w.lock()) f->onEndpointError(peer, ep_serial, status);
     });
   }
-  settleSends(p);
-}
-
-// Acknowledged sends whose buffers UCX no longer reads complete, in order.
-void UcxFailover::settleSends(Peer& p) {
-  while (!p.unacked.empty() && p.unacked.front()->acked && p.unacked.front()->in_ucx == 0) {
-    std::shared_ptr<Outgoing> o = std::move(p.unacked.front());
-    p.unacked.pop_front();
-    p.progress = Clock::now();
-    o->done(UCS_OK);  // may send more
-  }
+  peers_[static_cast<size_t>(peer)].sending.transmitted(m);
 }
 
 void UcxFailover::onAck(const pathwire::Header& h, size_t path) {
   if (closed_ || h.from_rank >= peers_.size()) return;
   Peer& p = peers_[h.from_rank];
   if (path < p.paths.size()) p.paths[path].proven = true;
-  if (h.seq <= p.acked || h.seq >= p.next_seq) return;  // old news, or nonsense
-  p.acked = h.seq;
-  p.progress = Clock::now();
-  for (auto& o : p.unacked) {
-    if (o->header.seq > h.seq) break;
-    o->acked = true;
-  }
-  settleSends(p);
-}
-
-// For an operator: silence, or a send UCX never finished.
-std::string UcxFailover::unackedSummary(const Peer& p) const {
-  if (p.unacked.empty()) return "nothing outstanding";
-  const Outgoing& o = *p.unacked.front();
-  return std::to_string(p.unacked.size()) + " outstanding, the oldest (seq " + std::to_string(o.header.seq) + ") " +
-         (o.acked ? "acknowledged" : "unacknowledged") + (o.in_ucx ? " and still in UCX" : "");
+  p.sending.acknowledge(h.seq);  // old news and nonsense change nothing
 }
 
 PathChange UcxFailover::pathChange(const Peer& p, const Path& path) const {
@@ -254,20 +206,16 @@ PathChange UcxFailover::pathChange(const Peer& p, const Path& path) const {
   c.index = static_cast<int>(path.index);
   c.local_address = path.local_ip;
   c.remote_address = path.peer_ip;
-  // As unackedSummary counts them.
-  c.outstanding_messages = p.unacked.size();
-  for (const auto& o : p.unacked) c.outstanding_bytes += o->bytes;
+  c.outstanding_messages = p.sending.messages();
+  c.outstanding_bytes = p.sending.bytes();
   return c;
 }
 
 // Every message not acknowledged goes again, in order, on the current
 // path; the receiver drops what it already has.
 void UcxFailover::retransmit(Peer& p) {
-  p.progress = Clock::now();
-  std::vector<std::shared_ptr<Outgoing>> again(p.unacked.begin(), p.unacked.end());
-  for (auto& o : again) {
-    if (!o->acked) transmit(p, o);
-  }
+  p.sending.restart();
+  for (const auto& m : p.sending.unacknowledged()) transmit(p, m);
 }
 
 // The member left or its process is gone: nothing more goes to it, and
@@ -281,9 +229,7 @@ void UcxFailover::peerLeft(int peer) {
     closeEndpoint(path.probe_ep, path.probe_serial);
     path.reach.reset();
   }
-  auto sends = std::move(p.unacked);
-  p.unacked.clear();
-  for (auto& o : sends) o->done(UCS_ERR_CANCELED);
+  p.sending.giveUp();
 }
 
 }  // namespace mw

@@ -4,11 +4,12 @@
 // Path i of a member pairs with path i of each peer (rail i), through the
 // context's path worker i, which has that path's device only. Messages go
 // on the first path that is up, as active messages carrying a per-pair
-// sequence number; the receiver matches them to receives by channel in
-// sequence order, as tag matching would, and acknowledges what it has
-// (cumulatively, over the connection the message came on). A send
-// completes once the peer has acknowledged it: until then the caller's
-// buffer is what a retransmission reads.
+// sequence number (core/delivery/send_window.h); the receiver matches
+// them to receives by channel in sequence order, as tag matching would
+// (receive_order.h), and acknowledges what it has (cumulatively, over the
+// connection the message came on). A send completes once the peer has
+// acknowledged it: until then the caller's buffer is what a
+// retransmission reads.
 //
 // A path is in doubt when UCX reports an error on it, or when a message
 // sent on it goes unacknowledged for path_timeout_ms. Then, unless the
@@ -43,9 +44,7 @@
 #include <ucp/api/ucp.h>
 
 #include <chrono>
-#include <deque>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,6 +56,8 @@
 #include "core/backends/ucx/ucx_path_wire.h"
 #include "core/backends/ucx/ucx_peer_info.h"
 #include "core/deadline.h"
+#include "core/delivery/receive_order.h"
+#include "core/delivery/send_window.h"
 #include "core/path_change.h"
 
 namespace mw {
@@ -74,8 +75,15 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     // breaks through the link that watches it).
     std::function<bool(int peer)> gone;
   };
-  using SendDone = std::function<void(ucs_status_t)>;
-  using RecvDone = std::function<void(ucs_status_t, size_t length)>;
+  // Sequence numbers, acknowledgements and order are the delivery units'
+  // (core/delivery); their outcomes map to UCX's codes by ucsStatus().
+  using SendDone = SendWindow::Done;
+  using RecvDone = ReceiveOrder::Done;
+  static ucs_status_t ucsStatus(DeliveryOutcome o) {
+    return o == DeliveryOutcome::Delivered   ? UCS_OK
+           : o == DeliveryOutcome::Truncated ? UCS_ERR_MESSAGE_TRUNCATED
+                                             : UCS_ERR_CANCELED;
+  }
 
   // Registers `world_id` with `router` at once: a peer may send before
   // this member has read every record.
@@ -90,14 +98,14 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   void connect(int peer, uint32_t world_id, const std::vector<UcxPath>& mine, const std::vector<UcxPath>& theirs);
   void start(Hooks hooks);
 
-  // `done` runs once the peer acknowledged the message (UCS_OK) or it was
-  // given up (UCS_ERR_CANCELED); possibly inside the call.
+  // `done` runs once the peer acknowledged the message (Delivered) or it
+  // was given up (GivenUp); possibly inside the call.
   void send(int peer, uint64_t channel, const void* buffer, size_t bytes, SendDone done);
   // `done` gets the sender's size, as a tag receive does; possibly inside
   // the call, then 0 is returned, else an id for cancelRecv.
   uint64_t recv(int peer, uint64_t channel, void* buffer, size_t bytes, RecvDone done);
-  // A receive nothing matched yet: removed, `done` runs (UCS_ERR_CANCELED).
-  bool cancelRecv(uint64_t id);
+  // A receive of `peer` nothing matched yet: removed, `done` runs (GivenUp).
+  bool cancelRecv(int peer, uint64_t id);
   // A message from `peer` on `channel` waits for a receive.
   bool arrived(int peer, uint64_t channel) const;
   // `peer` left the world or its process is gone: its endpoints close, and
@@ -106,7 +114,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   // What arrived and waits is dropped.
   void dropArrivals();
   // Endpoints force-closed; every send and receive still pending ends
-  // (UCS_ERR_CANCELED). Nothing is called back afterwards.
+  // (GivenUp). Nothing is called back afterwards.
   void close();
 
   // From the router (inside UCX progress).
@@ -128,7 +136,6 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   Reach reach() const;
 
  private:
-  struct Outgoing;
   struct Attempt;
   struct EpGuard;
   struct Path {
@@ -154,21 +161,6 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     Clock::time_point suspect_since;
     uint64_t suspect_nonce = 0;
   };
-  // A message that arrived and waits: UCX's memory (released through its
-  // worker) or a copy.
-  struct Arrival {
-    uint64_t channel = 0;
-    const char* data = nullptr;
-    size_t length = 0;
-    ucp_worker_h held_by = nullptr;
-    std::vector<char> copy;
-  };
-  struct Posted {
-    uint64_t id = 0;
-    void* buffer = nullptr;
-    size_t bytes = 0;
-    RecvDone done;
-  };
   struct Peer {
     int rank = 0;
     uint32_t world_id = 0;  // at the peer
@@ -177,23 +169,14 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     bool connected = false;
     bool left = false;  // departed or gone: nothing more goes to it
     bool reported_unreachable = false;
-    // Sending.
-    uint64_t next_seq = 1;
-    uint64_t acked = 0;
-    std::list<std::shared_ptr<Outgoing>> unacked;  // in sequence order
-    Clock::time_point progress;                    // last ack, or since the oldest was sent
-    // Receiving.
-    uint64_t delivered = 0;
+    SendWindow sending;
+    ReceiveOrder receiving{&releaseArrival};
     size_t arrival_path = 0;  // what the last message came over
-    std::map<uint64_t, Arrival> early;  // by sequence number
-    std::map<uint64_t, std::deque<Posted>> posted;
-    std::map<uint64_t, std::deque<Arrival>> waiting;
   };
 
   // Sending (ucx_failover.cc).
-  void transmit(Peer& p, const std::shared_ptr<Outgoing>& o);
-  void attemptEnded(int peer, uint64_t ep_serial, ucs_status_t status);
-  void settleSends(Peer& p);
+  void transmit(Peer& p, const SendWindow::MessagePtr& m);
+  void attemptEnded(int peer, uint64_t ep_serial, ucs_status_t status, SendWindow::Message& m);
   ucp_ep_h openEndpoint(Peer& p, size_t path, uint64_t& serial);
   void closeEndpoint(ucp_ep_h& ep, uint64_t serial);
   void onEndpointError(int peer, uint64_t serial, ucs_status_t status);
@@ -211,7 +194,6 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   // goes again on the new one.
   void chooseAgain(Peer& p);
   void retransmit(Peer& p);
-  std::string unackedSummary(const Peer& p) const;
   PathChange pathChange(const Peer& p, const Path& path) const;
   void probe(Peer& p, Path& path);
   void startReach(Peer& p, Path& path);
@@ -227,9 +209,9 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   std::string pathName(const Peer& p, const Path& path) const;
 
   // Receiving (ucx_failover_recv.cc).
-  void deliver(Peer& p, Arrival a);
   void acknowledge(const pathwire::Header& h, ucp_ep_h reply, const Peer& p);
-  void release(Arrival& a);
+  // Gives UCX back an arrival it let ReceiveOrder hold.
+  static void releaseArrival(void* worker, const char* data);
 
   UcxEngine& engine_;
   UcxPathRouter& router_;
@@ -239,8 +221,6 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   const std::chrono::milliseconds member_timeout_;
   Hooks hooks_;
   std::vector<Peer> peers_;
-  std::map<uint64_t, std::pair<int, uint64_t>> recv_index_;  // receive id: peer, channel
-  uint64_t next_recv_ = 1;
   uint64_t next_serial_ = 1;
   std::map<uint64_t, std::unique_ptr<EpGuard>> guards_;  // by endpoint serial
   UcxEngine::TimerId timer_ = 0;

@@ -274,7 +274,9 @@ Clock::time_point UcxFailover::nextDeadline() const {
   Clock::time_point first = Clock::time_point::max();
   for (const Peer& p : peers_) {
     if (!p.connected || p.left || p.paths.empty()) continue;
-    if (!p.unacked.empty() && !pathIsDown(p.paths[p.current].state)) first = std::min(first, p.progress + ackAllowance(p));
+    if (!p.sending.empty() && !pathIsDown(p.paths[p.current].state)) {
+      first = std::min(first, p.sending.progress() + ackAllowance(p));
+    }
     for (const Path& path : p.paths) {
       if (path.state == PathState::InDoubt) first = std::min(first, path.suspect_since + path_timeout_);
     }
@@ -310,12 +312,12 @@ void UcxFailover::onTimer() {
   for (Peer& p : peers_) {
     if (!p.connected || p.left || p.paths.empty()) continue;
     Path& current = p.paths[p.current];
-    if (!p.unacked.empty() && !pathIsDown(current.state)) {
+    if (!p.sending.empty() && !pathIsDown(current.state)) {
       needed = true;
-      if (now - p.progress >= ackAllowance(p)) {
+      if (now - p.sending.progress() >= ackAllowance(p)) {
         pathFault(p.rank, current.index,
                   "no acknowledgement for " + std::to_string(path_timeout_.count()) + " ms (path_timeout_ms; " +
-                      unackedSummary(p) + ")");
+                      p.sending.summary() + ")");
         if (closed_) return;
       }
     }

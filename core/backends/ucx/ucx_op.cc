@@ -39,7 +39,7 @@ void UcxOp::cancelRecv(UcxTransfer& t) {
   if (t.request) {
     ucp_request_cancel(world_->worker(), t.request);
   } else if (t.path_recv) {
-    world_->failover()->cancelRecv(t.path_recv);
+    world_->failover()->cancelRecv(t.peer, t.path_recv);
   }
 }
 
@@ -121,16 +121,16 @@ void UcxOp::postOnPaths(UcxTransfer& t, uint64_t channel, void* buffer) {
   UcxFailover& paths = *world_->failover();
   UcxTransfer* tp = &t;
   if (t.recv) {
-    const uint64_t id = paths.recv(t.peer, channel, buffer, t.bytes, [this, tp](ucs_status_t s, size_t length) {
+    const uint64_t id = paths.recv(t.peer, channel, buffer, t.bytes, [this, tp](DeliveryOutcome o, size_t length) {
       tp->path_recv = 0;
       Entry entry(*this);
-      ended(*tp, s, length);
+      ended(*tp, UcxFailover::ucsStatus(o), length);
     });
     if (t.in_flight) t.path_recv = id;
   } else {
-    paths.send(t.peer, channel, buffer, t.bytes, [this, tp](ucs_status_t s) {
+    paths.send(t.peer, channel, buffer, t.bytes, [this, tp](DeliveryOutcome o) {
       Entry entry(*this);
-      ended(*tp, s, tp->bytes);
+      ended(*tp, UcxFailover::ucsStatus(o), tp->bytes);
     });
   }
 }

@@ -316,10 +316,10 @@ void UcxWorld::postControl(int peer) {
     Control* raw = c.get();
     control_.push_back(std::move(c));
     const uint64_t id = failover_->recv(peer, ucxtag::kControl, &raw->word, sizeof raw->word,
-                                        [raw](ucs_status_t status, size_t) {
+                                        [raw](DeliveryOutcome o, size_t) {
                                           raw->path_recv = 0;
                                           raw->ended = true;
-                                          if (raw->world) raw->world->onControl(raw->peer, status);
+                                          if (raw->world) raw->world->onControl(raw->peer, UcxFailover::ucsStatus(o));
                                         });
     if (!raw->ended) raw->path_recv = id;
     return;
@@ -378,7 +378,7 @@ void UcxWorld::abortAll() {
   aborted_ = true;
   for (auto& c : control_) {
     if (c->request) ucp_request_cancel(worker(), c->request);
-    if (c->path_recv) failover_->cancelRecv(c->path_recv);
+    if (c->path_recv) failover_->cancelRecv(c->peer, c->path_recv);
   }
   for (auto [req, op] : pendingNow()) {
     if (!stillPending(req, op)) continue;  // an earlier abort finished it
@@ -461,7 +461,7 @@ void UcxWorld::sendGoodbyes() {
     if (failover_ && r != rank_ && !p.link->failed()) {
       // Acknowledged once the peer has it: no flush to wait for.
       ++flushing_;
-      failover_->send(r, ucxtag::kControl, &kBye, sizeof kBye, [this](ucs_status_t) { --flushing_; });
+      failover_->send(r, ucxtag::kControl, &kBye, sizeof kBye, [this](DeliveryOutcome) { --flushing_; });
       continue;
     }
     if (r == rank_ || p.link->failed() || !p.link->ep()) continue;

@@ -1,0 +1,96 @@
+// The receiving half of reliable delivery from one peer: every message
+// numbered by the peer's send_window.h is delivered exactly once, in
+// sequence order, whatever order and however often the transport brings
+// it; delivered messages are matched to receives by channel, oldest
+// receive first, as tag matching would.
+//
+// Holds no transport. An arrival is whole (the transport's eager
+// protocol). Its bytes are copied at once when a receive waits for them;
+// else they are kept, either held in memory the transport lends (given
+// back through the Release function) or copied. Owned by one thread (for
+// UCX worlds, the engine's owner); nothing here locks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "core/delivery/delivery_outcome.h"
+
+namespace mw {
+
+class ReceiveOrder {
+ public:
+  // Delivered or Truncated with the sender's length, or GivenUp with 0.
+  // It may post or cancel receives.
+  using Done = std::function<void(DeliveryOutcome, size_t length)>;
+  // Gives back `data`, lent by `lender` (see arrive()).
+  using Release = void (*)(void* lender, const char* data);
+
+  explicit ReceiveOrder(Release release = nullptr) : release_(release) {}
+  ~ReceiveOrder() { dropArrivals(); }
+  ReceiveOrder(ReceiveOrder&&) = default;
+  ReceiveOrder& operator=(ReceiveOrder&&) = default;
+
+  enum class Taken {
+    Duplicate,  // already here: only its acknowledgement was lost
+    Copied,     // delivered, or copied to wait; `data` is free again
+    Held,       // waits in `data`, lent by `lender`, until released
+  };
+  // Message `seq` on `channel`. With a `lender`, the transport lets this
+  // keep `data` until it is released; without, it is copied if it waits.
+  Taken arrive(uint64_t seq, uint64_t channel, const char* data, size_t length, void* lender);
+  // Every message up to this one was delivered: what an acknowledgement
+  // carries.
+  uint64_t delivered() const { return delivered_; }
+
+  // A receive of up to `bytes` on `channel`. 0 when a message was
+  // waiting and `done` already ran; else an id for cancel().
+  uint64_t post(uint64_t channel, void* buffer, size_t bytes, Done done);
+  // A receive nothing matched yet: removed, and its `done` runs (GivenUp).
+  // False for an id that ended or never was.
+  bool cancel(uint64_t id);
+  // A delivered message on `channel` waits for a receive.
+  bool waiting(uint64_t channel) const;
+  // What arrived and waits, in order or early, is dropped.
+  void dropArrivals();
+  // Every receive still posted ends (GivenUp).
+  void giveUp();
+
+ private:
+  struct Arrival {
+    uint64_t channel = 0;
+    const char* data = nullptr;
+    size_t length = 0;
+    void* lender = nullptr;
+    std::vector<char> copy;
+  };
+  struct Posted {
+    uint64_t id = 0;
+    void* buffer = nullptr;
+    size_t bytes = 0;
+    Done done;
+  };
+
+  // Delivers `a`, the next in order: to the oldest receive on its channel,
+  // else it waits there.
+  void next(Arrival a);
+  void keep(Arrival& a, const char* data, void* lender);
+  void release(Arrival& a);
+
+  Release release_ = nullptr;
+  uint64_t delivered_ = 0;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, uint64_t> channel_of_;  // a posted receive's id: its channel
+  std::map<uint64_t, Arrival> early_;  // by sequence number
+  // By channel. A channel's queue goes once empty: collectives take a new
+  // channel for each operation, so kept they would grow with every
+  // operation a world ever ran.
+  std::map<uint64_t, std::deque<Posted>> posted_;
+  std::map<uint64_t, std::deque<Arrival>> waiting_;
+};
+
+}  // namespace mw

@@ -1,0 +1,84 @@
+// The sending half of reliable delivery to one peer: messages numbered
+// from 1, kept in order until the peer acknowledges them (cumulatively,
+// by the last number it delivered) and no transmission of them still
+// reads the caller's buffer; then they complete, oldest first.
+//
+// Holds no transport: its owner transmits (again, after a path change,
+// whatever unacknowledged() lists) and reports acknowledgements and the
+// end of each transmission. Owned by one thread (for UCX worlds, the
+// engine's owner); nothing here locks.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/delivery/delivery_outcome.h"
+
+namespace mw {
+
+class SendWindow {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Delivered once acknowledged; GivenUp from giveUp(). It may add more.
+  using Done = std::function<void(DeliveryOutcome)>;
+
+  struct Message {
+    uint64_t seq = 0;
+    uint64_t channel = 0;
+    const void* buffer = nullptr;  // the caller's, until `done` runs
+    size_t bytes = 0;
+    Done done;
+    unsigned in_flight = 0;  // transmissions the transport still holds
+    bool acked = false;
+  };
+  using MessagePtr = std::shared_ptr<Message>;
+
+  // Numbers the message and keeps it; the caller transmits it.
+  MessagePtr add(uint64_t channel, const void* buffer, size_t bytes, Done done);
+
+  // A transmission of `m` was handed to the transport, or ended (either
+  // way: a failed one is the owner's to act on).
+  void transmitting(Message& m) { ++m.in_flight; }
+  void transmitted(Message& m);
+
+  // The peer delivered everything up to `seq`. False for an old or a
+  // repeated acknowledgement, and for one past what was sent (nonsense
+  // from the wire); nothing changes then.
+  bool acknowledge(uint64_t seq);
+
+  // What the peer has not acknowledged, in order: what goes again.
+  std::vector<MessagePtr> unacknowledged() const;
+
+  // Ends every message kept (GivenUp), oldest first; later acknowledgements
+  // of them are old news.
+  void giveUp();
+
+  bool empty() const { return kept_.empty(); }
+  size_t messages() const { return kept_.size(); }
+  size_t bytes() const;
+  uint64_t acknowledged() const { return acked_; }
+  uint64_t nextSeq() const { return next_seq_; }
+  // The last sign of life: the last acknowledgement or completion, the
+  // first message added to an empty window, or restart().
+  Clock::time_point progress() const { return progress_; }
+  // Starts the silence anew (after a retransmission on a new path).
+  void restart() { progress_ = Clock::now(); }
+  // For an operator: how many are kept and what holds the oldest.
+  std::string summary() const;
+
+ private:
+  void settle();
+
+  uint64_t next_seq_ = 1;
+  uint64_t acked_ = 0;
+  std::list<MessagePtr> kept_;  // in sequence order
+  Clock::time_point progress_ = Clock::now();
+};
+
+}  // namespace mw

@@ -1,0 +1,330 @@
+// The reliable delivery units (core/delivery) without a transport: what a
+// lossy, reordering, duplicating path does to them, driven by hand.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/delivery/receive_order.h"
+#include "core/delivery/send_window.h"
+
+namespace mw {
+namespace {
+
+struct Outcomes {
+  std::vector<std::pair<uint64_t, DeliveryOutcome>> ended;  // (tag, outcome), in the order they ran
+  SendWindow::Done track(uint64_t tag) {
+    return [this, tag](DeliveryOutcome o) { ended.emplace_back(tag, o); };
+  }
+};
+
+TEST(SendWindow, NumbersFromOneAndCompletesInOrderOnceAcknowledged) {
+  SendWindow w;
+  Outcomes out;
+  char buf[3][8] = {};
+  auto a = w.add(7, buf[0], 8, out.track(1));
+  auto b = w.add(7, buf[1], 8, out.track(2));
+  auto c = w.add(9, buf[2], 4, out.track(3));
+  EXPECT_EQ(a->seq, 1u);
+  EXPECT_EQ(b->seq, 2u);
+  EXPECT_EQ(c->seq, 3u);
+  EXPECT_EQ(w.messages(), 3u);
+  EXPECT_EQ(w.bytes(), 20u);
+  EXPECT_TRUE(w.acknowledge(2));
+  ASSERT_EQ(out.ended.size(), 2u);
+  EXPECT_EQ(out.ended[0], std::make_pair(uint64_t{1}, DeliveryOutcome::Delivered));
+  EXPECT_EQ(out.ended[1], std::make_pair(uint64_t{2}, DeliveryOutcome::Delivered));
+  EXPECT_EQ(w.messages(), 1u);
+  EXPECT_EQ(w.acknowledged(), 2u);
+}
+
+TEST(SendWindow, OldRepeatedAndFutureAcknowledgementsChangeNothing) {
+  SendWindow w;
+  Outcomes out;
+  w.add(1, nullptr, 0, out.track(1));
+  w.add(1, nullptr, 0, out.track(2));
+  EXPECT_FALSE(w.acknowledge(0));
+  EXPECT_FALSE(w.acknowledge(3));  // never sent: nonsense from the wire
+  EXPECT_TRUE(out.ended.empty());
+  EXPECT_TRUE(w.acknowledge(1));
+  EXPECT_FALSE(w.acknowledge(1));
+  EXPECT_EQ(out.ended.size(), 1u);
+  EXPECT_EQ(w.acknowledged(), 1u);
+}
+
+TEST(SendWindow, ATransmissionStillReadingTheBufferHoldsBackItAndEverythingAfter) {
+  SendWindow w;
+  Outcomes out;
+  auto a = w.add(1, nullptr, 0, out.track(1));
+  auto b = w.add(1, nullptr, 0, out.track(2));
+  w.transmitting(*a);
+  w.transmitting(*a);  // sent again on another path, the first still in the transport
+  w.transmitting(*b);
+  w.transmitted(*b);
+  EXPECT_TRUE(w.acknowledge(2));
+  EXPECT_TRUE(out.ended.empty()) << "a's buffer is still read";
+  w.transmitted(*a);
+  EXPECT_TRUE(out.ended.empty());
+  w.transmitted(*a);
+  ASSERT_EQ(out.ended.size(), 2u);
+  EXPECT_EQ(out.ended[0].first, 1u);
+  EXPECT_EQ(out.ended[1].first, 2u);
+}
+
+TEST(SendWindow, UnacknowledgedListsWhatGoesAgainInOrder) {
+  SendWindow w;
+  Outcomes out;
+  for (uint64_t i = 1; i <= 5; ++i) w.add(1, nullptr, 0, out.track(i));
+  auto first = w.unacknowledged();
+  ASSERT_EQ(first.size(), 5u);
+  w.transmitting(*first[0]);  // acknowledged, but not yet completed by the transport
+  EXPECT_TRUE(w.acknowledge(2));
+  auto again = w.unacknowledged();
+  ASSERT_EQ(again.size(), 3u);
+  EXPECT_EQ(again[0]->seq, 3u);
+  EXPECT_EQ(again[2]->seq, 5u);
+  EXPECT_EQ(w.messages(), 5u) << "1 and 2 wait for the transport";
+  EXPECT_NE(w.summary().find("5 outstanding, the oldest (seq 1) acknowledged and still in the transport"),
+            std::string::npos)
+      << w.summary();
+}
+
+TEST(SendWindow, GiveUpEndsEverythingOldestFirstAndLaterAcknowledgementsAreOldNews) {
+  SendWindow w;
+  Outcomes out;
+  for (uint64_t i = 1; i <= 3; ++i) w.add(1, nullptr, 0, out.track(i));
+  EXPECT_TRUE(w.acknowledge(1));
+  w.giveUp();
+  ASSERT_EQ(out.ended.size(), 3u);
+  EXPECT_EQ(out.ended[1], std::make_pair(uint64_t{2}, DeliveryOutcome::GivenUp));
+  EXPECT_EQ(out.ended[2], std::make_pair(uint64_t{3}, DeliveryOutcome::GivenUp));
+  EXPECT_FALSE(w.acknowledge(3));
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(w.summary(), "nothing outstanding");
+}
+
+TEST(SendWindow, ACompletionMayAddTheNextMessage) {
+  SendWindow w;
+  std::vector<uint64_t> seqs;
+  std::function<void(DeliveryOutcome)> chain = [&](DeliveryOutcome) {
+    if (seqs.size() < 3) seqs.push_back(w.add(1, nullptr, 0, chain)->seq);
+  };
+  w.add(1, nullptr, 0, chain);
+  EXPECT_TRUE(w.acknowledge(1));
+  EXPECT_TRUE(w.acknowledge(2));
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(w.messages(), 1u);
+}
+
+TEST(SendWindow, ProgressMovesOnAcknowledgementAndOnAddToAnEmptyWindowOnly) {
+  SendWindow w;
+  Outcomes out;
+  w.add(1, nullptr, 0, out.track(1));
+  const auto started = w.progress();
+  w.add(1, nullptr, 0, out.track(2));
+  EXPECT_EQ(w.progress(), started) << "a busy window's silence runs on";
+  EXPECT_TRUE(w.acknowledge(1));
+  EXPECT_GE(w.progress(), started);
+}
+
+// --------------------------------------------------------------- receiving
+
+struct Received {
+  std::vector<std::string> got;  // "outcome:length:bytes"
+  ReceiveOrder::Done into(std::vector<char>& buf) {
+    return [this, &buf](DeliveryOutcome o, size_t length) {
+      const char* name = o == DeliveryOutcome::Delivered ? "ok" : o == DeliveryOutcome::Truncated ? "trunc" : "gone";
+      got.push_back(std::string(name) + ":" + std::to_string(length) + ":" +
+                    std::string(buf.data(), std::min(buf.size(), length)));
+    };
+  }
+};
+
+ReceiveOrder::Taken arriveText(ReceiveOrder& r, uint64_t seq, uint64_t channel, const std::string& text,
+                               void* lender = nullptr) {
+  return r.arrive(seq, channel, text.data(), text.size(), lender);
+}
+
+TEST(ReceiveOrder, DeliversInSequenceOrderWhateverOrderItArrivesIn) {
+  ReceiveOrder r;
+  Received rec;
+  std::vector<std::vector<char>> bufs(3, std::vector<char>(8));
+  for (auto& b : bufs) EXPECT_NE(r.post(1, b.data(), b.size(), rec.into(b)), 0u);
+  EXPECT_EQ(arriveText(r, 3, 1, "three"), ReceiveOrder::Taken::Copied);
+  EXPECT_EQ(arriveText(r, 2, 1, "two"), ReceiveOrder::Taken::Copied);
+  EXPECT_TRUE(rec.got.empty()) << "1 is missing";
+  EXPECT_EQ(r.delivered(), 0u);
+  EXPECT_EQ(arriveText(r, 1, 1, "one"), ReceiveOrder::Taken::Copied);
+  EXPECT_EQ(r.delivered(), 3u);
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:3:one", "ok:3:two", "ok:5:three"}));
+}
+
+TEST(ReceiveOrder, ADuplicateIsNeverDeliveredTwice) {
+  ReceiveOrder r;
+  EXPECT_EQ(arriveText(r, 1, 1, "a"), ReceiveOrder::Taken::Copied);
+  EXPECT_EQ(arriveText(r, 3, 1, "c"), ReceiveOrder::Taken::Copied);
+  EXPECT_EQ(arriveText(r, 1, 1, "a"), ReceiveOrder::Taken::Duplicate);
+  EXPECT_EQ(arriveText(r, 3, 1, "c"), ReceiveOrder::Taken::Duplicate) << "early, and already here";
+  EXPECT_EQ(arriveText(r, 2, 1, "b"), ReceiveOrder::Taken::Copied);
+  std::vector<char> b(4);
+  Received rec;
+  std::string seen;
+  while (r.waiting(1)) {
+    EXPECT_EQ(r.post(1, b.data(), b.size(), rec.into(b)), 0u);
+  }
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:1:a", "ok:1:b", "ok:1:c"}));
+}
+
+TEST(ReceiveOrder, MatchesByChannelOldestReceiveFirst) {
+  ReceiveOrder r;
+  Received rec;
+  std::vector<char> x1(4), x2(4), y1(4);
+  r.post(10, x1.data(), x1.size(), rec.into(x1));
+  r.post(10, x2.data(), x2.size(), rec.into(x2));
+  r.post(20, y1.data(), y1.size(), rec.into(y1));
+  arriveText(r, 1, 20, "y");
+  arriveText(r, 2, 10, "x1");
+  arriveText(r, 3, 10, "x2");
+  arriveText(r, 4, 10, "x3");
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:1:y", "ok:2:x1", "ok:2:x2"}));
+  EXPECT_TRUE(r.waiting(10));
+  EXPECT_FALSE(r.waiting(20));
+}
+
+TEST(ReceiveOrder, ALongerMessageIsTruncatedAndReportsTheSendersLength) {
+  ReceiveOrder r;
+  Received rec;
+  std::vector<char> b(3);
+  r.post(1, b.data(), b.size(), rec.into(b));
+  arriveText(r, 1, 1, "abcdef");
+  arriveText(r, 2, 1, "ghijkl");  // waits, then meets a short receive
+  EXPECT_EQ(r.post(1, b.data(), b.size(), rec.into(b)), 0u);
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"trunc:6:abc", "trunc:6:ghi"}));
+}
+
+TEST(ReceiveOrder, CancelTakesBackOnlyAReceiveNothingMatched) {
+  ReceiveOrder r;
+  Received rec;
+  std::vector<char> a(4), b(4);
+  const uint64_t first = r.post(1, a.data(), a.size(), rec.into(a));
+  const uint64_t second = r.post(1, b.data(), b.size(), rec.into(b));
+  arriveText(r, 1, 1, "m");
+  EXPECT_FALSE(r.cancel(first)) << "matched already";
+  EXPECT_TRUE(r.cancel(second));
+  EXPECT_FALSE(r.cancel(second));
+  EXPECT_FALSE(r.cancel(12345));
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:1:m", "gone:0:"}));
+}
+
+// Lent memory is given back exactly once, whether a receive takes it, it
+// waits and is dropped, or it came early.
+std::vector<const char*> released;
+void noteRelease(void* lender, const char* data) {
+  EXPECT_EQ(lender, &released);
+  released.push_back(data);
+}
+
+TEST(ReceiveOrder, LentMemoryIsHeldWithoutACopyAndGivenBackExactlyOnce) {
+  released.clear();
+  {
+    ReceiveOrder r(&noteRelease);
+    const std::string one = "one", two = "two", three = "three";
+    EXPECT_EQ(arriveText(r, 1, 1, one, &released), ReceiveOrder::Taken::Held);
+    EXPECT_EQ(arriveText(r, 3, 1, three, &released), ReceiveOrder::Taken::Held);
+    EXPECT_TRUE(released.empty());
+    Received rec;
+    std::vector<char> b(8);
+    EXPECT_EQ(r.post(1, b.data(), b.size(), rec.into(b)), 0u);
+    ASSERT_EQ(released.size(), 1u);
+    EXPECT_EQ(released[0], one.data()) << "the lent bytes themselves, not a copy";
+    // With a receive posted, an in-order arrival is copied out at once and
+    // never held.
+    r.post(1, b.data(), b.size(), rec.into(b));
+    EXPECT_EQ(arriveText(r, 2, 1, two, &released), ReceiveOrder::Taken::Copied);
+    EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:3:one", "ok:3:two"}));
+    EXPECT_TRUE(r.waiting(1)) << "three followed two";
+    EXPECT_EQ(released.size(), 1u);
+  }  // three is dropped with the order
+  ASSERT_EQ(released.size(), 2u);
+}
+
+TEST(ReceiveOrder, WithoutAReleaseFunctionLentMemoryIsCopied) {
+  ReceiveOrder r;
+  std::string text = "abc";
+  EXPECT_EQ(arriveText(r, 1, 1, text, &released), ReceiveOrder::Taken::Copied);
+  text = "xyz";  // the transport reuses its memory
+  Received rec;
+  std::vector<char> b(4);
+  r.post(1, b.data(), b.size(), rec.into(b));
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:3:abc"}));
+}
+
+TEST(ReceiveOrder, GiveUpEndsEveryPostedReceiveAndEmptyMessagesNeedNoBuffer) {
+  ReceiveOrder r;
+  Received rec;
+  std::vector<char> none;
+  r.post(1, nullptr, 0, rec.into(none));
+  EXPECT_EQ(r.arrive(1, 1, nullptr, 0, nullptr), ReceiveOrder::Taken::Copied);
+  const uint64_t id = r.post(2, nullptr, 0, rec.into(none));
+  r.post(3, nullptr, 0, rec.into(none));
+  r.giveUp();
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:0:", "gone:0:", "gone:0:"}));
+  EXPECT_FALSE(r.cancel(id));
+}
+
+// A window and an order joined by a path that drops, duplicates and
+// reorders, with retransmission of whatever is unacknowledged: every
+// message arrives exactly once, in order, and every send completes.
+TEST(Delivery, ExactlyOnceInOrderOverALossyReorderingPath) {
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    std::mt19937 rng(seed);
+    SendWindow w;
+    ReceiveOrder r;
+    constexpr int kMessages = 200;
+    std::vector<uint64_t> payload(kMessages);
+    std::iota(payload.begin(), payload.end(), 1000);
+    int completed = 0;
+    for (int i = 0; i < kMessages; ++i) {
+      w.add(5, &payload[static_cast<size_t>(i)], sizeof(uint64_t), [&](DeliveryOutcome o) {
+        EXPECT_EQ(o, DeliveryOutcome::Delivered);
+        ++completed;
+      });
+    }
+    std::vector<uint64_t> got;
+    std::vector<uint64_t> slot(kMessages + 1);
+    int posted = 0;
+    auto postOne = [&] {
+      if (posted >= kMessages) return;
+      uint64_t* into = &slot[static_cast<size_t>(posted++)];
+      r.post(5, into, sizeof *into, [&, into](DeliveryOutcome o, size_t length) {
+        EXPECT_EQ(o, DeliveryOutcome::Delivered);
+        EXPECT_EQ(length, sizeof(uint64_t));
+        got.push_back(*into);
+      });
+    };
+    for (int round = 0; round < 1000 && completed < kMessages; ++round) {
+      auto batch = w.unacknowledged();
+      std::shuffle(batch.begin(), batch.end(), rng);
+      for (auto& m : batch) {
+        const unsigned fate = rng() % 10;
+        if (fate < 3) continue;  // lost
+        const int copies = fate == 9 ? 2 : 1;
+        for (int c = 0; c < copies; ++c) {
+          r.arrive(m->seq, m->channel, static_cast<const char*>(m->buffer), m->bytes, nullptr);
+        }
+      }
+      if (rng() % 3 != 0) w.acknowledge(r.delivered());  // acknowledgements get lost too
+      for (int k = 0; k < 7; ++k) postOne();
+    }
+    while (posted < kMessages) postOne();
+    ASSERT_EQ(completed, kMessages) << "seed " << seed;
+    ASSERT_EQ(got.size(), payload.size()) << "seed " << seed;
+    EXPECT_EQ(got, payload) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace mw
