@@ -1,6 +1,6 @@
 // shutDownConnections: the TCP connections of a path that is down stop
 // blocking a sender at once, and nothing else is touched.
-#include "core/backends/ucx/ucx_path_sockets.h"
+#include "core/backends/ucx/rails/ucx_path_sockets.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

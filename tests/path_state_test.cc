@@ -1,7 +1,7 @@
-// The path state machine (core/backends/ucx/ucx_path_state.h): exactly the
+// The path state machine (core/backends/ucx/rails/ucx_path_state.h): exactly the
 // transitions of a path's life are allowed, and a refused one changes
 // nothing.
-#include "core/backends/ucx/ucx_path_state.h"
+#include "core/backends/ucx/rails/ucx_path_state.h"
 
 #include <gtest/gtest.h>
 

@@ -13,9 +13,9 @@
 
 #include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/ucx_links.h"
-#include "core/backends/ucx/ucx_path_accept.h"
-#include "core/backends/ucx/ucx_path_probe.h"
-#include "core/backends/ucx/ucx_path_wire.h"
+#include "core/backends/ucx/rails/ucx_path_accept.h"
+#include "core/backends/ucx/rails/ucx_path_probe.h"
+#include "core/backends/ucx/rails/ucx_path_wire.h"
 #include "core/config.h"
 
 namespace mw {
@@ -47,7 +47,7 @@ class UcxContext {
   void notePath(const std::string& world, int peer, const std::string& peer_ip, bool up);
   void forgetPaths(const std::string& world);
 
-  // path_timeout_ms and heartbeat_timeout_ms (ucx_failover.h).
+  // path_timeout_ms and heartbeat_timeout_ms (rails/ucx_failover.h).
   std::chrono::milliseconds pathTimeout() const { return path_timeout_; }
   std::chrono::milliseconds memberTimeout() const { return member_timeout_; }
 
@@ -56,9 +56,9 @@ class UcxContext {
   // Null when this context runs no path workers (fewer than two paths, or
   // path_failover off).
   UcxPathRouter* router() { return router_.get(); }
-  // The port of path `path`'s reachability listener (ucx_path_probe.h).
+  // The port of path `path`'s reachability listener (rails/ucx_path_probe.h).
   uint16_t probePort(size_t path) const { return listeners_ ? listeners_->port(path) : 0; }
-  // The port where path `path`'s worker listens (ucx_path_accept.h).
+  // The port where path `path`'s worker listens (rails/ucx_path_accept.h).
   uint16_t pathListenPort(size_t path) const { return acceptors_ ? acceptors_->port(path) : 0; }
   // A world id no live world of this context has (1 .. 2^24-1), chosen
   // round-robin so that an id comes back only after 2^24 - 1 others.

@@ -1,5 +1,5 @@
 // The client-server endpoints and listeners every UCX worker here uses
-// (ucx_links.h, ucx_path_accept.h): made in peer error mode, closed with
+// (ucx_links.h, rails/ucx_path_accept.h): made in peer error mode, closed with
 // force. On the engine's owner.
 #pragma once
 

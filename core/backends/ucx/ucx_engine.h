@@ -1,7 +1,7 @@
 // The progress engine of one context: one ucp_context, one ucp_worker, and
 // one progress thread ("mw-ucx"), whatever the number of worlds.
 //
-// A context with several data paths (ucx_failover.h) also has one worker
+// A context with several data paths (rails/ucx_failover.h) also has one worker
 // per path, each in a ucp_context of its own restricted to the path's
 // network device: UCX 1.13 picks an endpoint's device itself, so a worker
 // that has only one device is how an endpoint stays on its path. The same

@@ -120,7 +120,7 @@ class UcxLinks {
   // whose record is `peer`. Connects when rank <= peer_rank, else takes
   // the endpoint `peer_rank` connected with, now or once it arrives
   // (settled() says when). With `data` false the link only watches the
-  // process (a world whose data goes over its paths, ucx_failover.h).
+  // process (a world whose data goes over its paths, rails/ucx_failover.h).
   // Throws Error(Backend) when UCX cannot make the endpoint or the peer
   // process is gone.
   std::shared_ptr<UcxLink> link(uint32_t world_id, int rank, const UcxPeerInfo& peer, int peer_rank, bool data);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/backends/ucx/ucx_failover.h"
+#include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_tag.h"
 #include "core/backends/ucx/ucx_world.h"
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/backends/ucx/ucx_context.h"
-#include "core/backends/ucx/ucx_failover.h"
+#include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/deadline.h"
 #include "core/ordered_completions.h"
 #include "core/store/incarnation.h"
@@ -67,7 +67,7 @@ class UcxWorld : public WorldBackend {
   uint64_t recvTag(int peer, uint64_t channel) const;
   bool peerGone(int peer) const;  // its link failed: UCX will never finish with it
   // Null unless every member published two or more paths: then the data
-  // goes through it (ucx_failover.h) instead of tagged endpoints.
+  // goes through it (rails/ucx_failover.h) instead of tagged endpoints.
   UcxFailover* failover() const { return failover_.get(); }
   // It left the world (its goodbye came after everything it sent): what
   // it sent can still be received, nothing more will come from it, and

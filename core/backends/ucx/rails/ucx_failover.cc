@@ -1,4 +1,4 @@
-#include "core/backends/ucx/ucx_failover.h"
+#include "core/backends/ucx/rails/ucx_failover.h"
 
 #include <algorithm>
 

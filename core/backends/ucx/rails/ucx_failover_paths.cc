@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "core/backends/ucx/ucx_endpoint.h"
-#include "core/backends/ucx/ucx_failover.h"
-#include "core/backends/ucx/ucx_path_sockets.h"
+#include "core/backends/ucx/rails/ucx_failover.h"
+#include "core/backends/ucx/rails/ucx_path_sockets.h"
 #include "core/error.h"
 #include "core/log.h"
 

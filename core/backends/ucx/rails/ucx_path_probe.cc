@@ -1,4 +1,4 @@
-#include "core/backends/ucx/ucx_path_probe.h"
+#include "core/backends/ucx/rails/ucx_path_probe.h"
 
 #include <netdb.h>
 #include <netinet/in.h>

@@ -2,7 +2,7 @@
 // the peer's ReceiveOrder (core/delivery/receive_order.h), and what it has
 // is acknowledged.
 #include "core/backends/ucx/ucx_endpoint.h"
-#include "core/backends/ucx/ucx_failover.h"
+#include "core/backends/ucx/rails/ucx_failover.h"
 
 namespace mw {
 

@@ -1,4 +1,4 @@
-#include "core/backends/ucx/ucx_path_state.h"
+#include "core/backends/ucx/rails/ucx_path_state.h"
 
 namespace mw {
 namespace {

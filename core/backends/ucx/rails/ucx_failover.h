@@ -51,9 +51,9 @@
 #include <vector>
 
 #include "core/backends/ucx/ucx_engine.h"
-#include "core/backends/ucx/ucx_path_probe.h"
-#include "core/backends/ucx/ucx_path_state.h"
-#include "core/backends/ucx/ucx_path_wire.h"
+#include "core/backends/ucx/rails/ucx_path_probe.h"
+#include "core/backends/ucx/rails/ucx_path_state.h"
+#include "core/backends/ucx/rails/ucx_path_wire.h"
 #include "core/backends/ucx/ucx_peer_info.h"
 #include "core/deadline.h"
 #include "core/delivery/receive_order.h"

@@ -1,10 +1,10 @@
-#include "core/backends/ucx/ucx_path_wire.h"
+#include "core/backends/ucx/rails/ucx_path_wire.h"
 
 #include <cstring>
 #include <string>
 
 #include "core/backends/ucx/ucx_engine.h"
-#include "core/backends/ucx/ucx_failover.h"
+#include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/error.h"
 
 namespace mw {

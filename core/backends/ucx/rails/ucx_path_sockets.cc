@@ -1,4 +1,4 @@
-#include "core/backends/ucx/ucx_path_sockets.h"
+#include "core/backends/ucx/rails/ucx_path_sockets.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

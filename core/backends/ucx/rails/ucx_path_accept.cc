@@ -1,4 +1,4 @@
-#include "core/backends/ucx/ucx_path_accept.h"
+#include "core/backends/ucx/rails/ucx_path_accept.h"
 
 #include "core/backends/ucx/ucx_endpoint.h"
 #include "core/error.h"
