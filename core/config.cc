@@ -87,6 +87,16 @@ std::vector<std::string> parseAddressList(const std::string& key, const std::str
   return list;
 }
 
+bool parseSameHostPath(const std::string& what, const std::string& value) {
+  if (value == "off") return false;
+  if (value == "auto") {
+    throw Error(Status::InvalidArgument,
+                what + ": 'auto' cannot be honoured: this library has no same-host path yet (members on one host "
+                       "use TCP, as 'off' says)");
+  }
+  throw Error(Status::InvalidArgument, what + ": '" + value + "' must be auto or off");
+}
+
 }  // namespace
 
 bool isValidName(const std::string& name, size_t max_len) {
@@ -104,7 +114,7 @@ const std::vector<std::string>& Config::keys() {
       "redis_url",     "namespace",    "heartbeat_interval_ms", "heartbeat_timeout_ms",
       "op_timeout_ms", "bind_address", "log_level",             "store_timeout_ms",
       "spin_us",       "max_world_size", "data_addresses",        "path_timeout_ms",
-      "path_failover"};
+      "path_failover", "same_host_path"};
   return k;
 }
 
@@ -116,6 +126,8 @@ Config Config::fromEnvironment() {
   if (bind && *bind) c.bind_address = bind;
   const char* data = std::getenv("MW_DATA_ADDRESSES");
   if (data && *data) c.data_addresses = parseAddressList("MW_DATA_ADDRESSES", data);
+  const char* same_host = std::getenv("MW_SAME_HOST_PATH");
+  if (same_host && *same_host) c.same_host_path = parseSameHostPath("MW_SAME_HOST_PATH", same_host);
   return c;
 }
 
@@ -146,6 +158,8 @@ void Config::set(const std::string& key, const std::string& value) {
       throw Error(Status::InvalidArgument, "config path_failover: '" + value + "' must be on or off");
     }
     path_failover = value == "on";
+  } else if (key == "same_host_path") {
+    same_host_path = parseSameHostPath("config same_host_path", value);
   } else if (key == "log_level") {
     log_level = parseLogLevel(value);
   } else if (key == "store_timeout_ms") {

@@ -27,6 +27,10 @@ struct Config {
   // Off: one path carries a world's data even where several are published
   // (no acknowledgements, no failover).
   bool path_failover = true;
+  // Whether members on one host may talk over a path of their own (auto)
+  // or keep to TCP, the path every cross-host pair takes (off). Only off
+  // exists yet: auto is refused, as a world's MW_SAME_HOST_PATH_AUTO is.
+  bool same_host_path = false;
   LogLevel log_level = LogLevel::Warn;
   std::chrono::milliseconds store_timeout{2000};
   // How long a wait that drives the progress engine itself spins before it
@@ -37,8 +41,9 @@ struct Config {
   // hold for a world.
   int max_world_size = 65536;
 
-  // Defaults, with redis_url, bind_address and data_addresses taken from
-  // MW_REDIS_URL, MW_BIND_ADDRESS and MW_DATA_ADDRESSES when set.
+  // Defaults, with redis_url, bind_address, data_addresses and
+  // same_host_path taken from MW_REDIS_URL, MW_BIND_ADDRESS,
+  // MW_DATA_ADDRESSES and MW_SAME_HOST_PATH when set.
   static Config fromEnvironment();
 
   // Throws Error(InvalidArgument) naming the key or the value.

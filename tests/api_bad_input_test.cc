@@ -547,6 +547,35 @@ TEST_F(ConfigBadInput, DataAddresses) {
   expectAccepted("data_addresses", "");  // back to the default
 }
 
+TEST_F(ConfigBadInput, SameHostPath) {
+  for (std::string v : {"", "on", "OFF", "Auto", "off ", "auto\n", "1"}) {
+    expectRejected("same_host_path", v, {"'" + v + "'", "auto or off"});
+  }
+  // Reserved until the same-host path exists: refused, saying why.
+  expectRejected("same_host_path", "auto", {"'auto'", "no same-host path"});
+  expectAccepted("same_host_path", "off");
+}
+
+TEST(ConfigEnvironment, SameHostPathFromTheEnvironmentIsCheckedAsTheKeyIs) {
+  const char* old = std::getenv("MW_SAME_HOST_PATH");
+  const std::string saved = old ? old : "";
+  mw_config_t* cfg = nullptr;
+  setenv("MW_SAME_HOST_PATH", "off", 1);
+  EXPECT_EQ(mw_config_new(&cfg), MW_OK) << mw_last_error();
+  mw_config_free(cfg);
+  cfg = nullptr;
+  setenv("MW_SAME_HOST_PATH", "sometimes", 1);
+  EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT, mw_config_new(&cfg), "MW_SAME_HOST_PATH: 'sometimes' must be auto or off");
+  EXPECT_EQ(cfg, nullptr);
+  setenv("MW_SAME_HOST_PATH", "auto", 1);
+  EXPECT_MW_FAIL(MW_ERR_INVALID_ARGUMENT, mw_config_new(&cfg), "no same-host path");
+  if (old) {
+    setenv("MW_SAME_HOST_PATH", saved.c_str(), 1);
+  } else {
+    unsetenv("MW_SAME_HOST_PATH");
+  }
+}
+
 // ---- contexts ----------------------------------------------------------------
 
 TEST(ContextBadInput, UnreachableRedisFailsQuicklyWithStore) {

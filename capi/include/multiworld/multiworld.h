@@ -165,6 +165,10 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *   max_world_size        the largest size mw_world_create accepts (a larger
  *                         one is MW_ERR_INVALID_ARGUMENT before Redis is
  *                         touched), default 65536
+ *   same_host_path        auto or off: whether members on one host may take
+ *                         a path of their own instead of TCP; only off
+ *                         exists yet (auto is refused); default: env
+ *                         MW_SAME_HOST_PATH, else off
  * Unknown key or unparsable value -> MW_ERR_INVALID_ARGUMENT.
  */
 MW_API mw_status_t mw_config_new(mw_config_t** out) MW_NOEXCEPT;
