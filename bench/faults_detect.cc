@@ -1,6 +1,9 @@
 #include "bench/faults_detect.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -191,10 +194,18 @@ KindResult runKind(Fault kind, const Env& env, std::size_t trials) {
 
     int64_t fault_at = 0;
     switch (kind) {
-      case Fault::Kill9:
+      case Fault::Kill9: {
+        // Opened before the kill: the pid cannot be reused while unreaped.
+        const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, victim.pid(), 0));
         fault_at = monotonicNs();
         victim.signal(SIGKILL);
+        pollfd exited{pidfd, POLLIN, 0};
+        if (pidfd >= 0 && poll(&exited, 1, 10000) == 1) {
+          res.exit_ms.push_back(static_cast<double>(monotonicNs() - fault_at) / 1e6);
+        }
+        if (pidfd >= 0) close(pidfd);
         break;
+      }
       case Fault::Sigstop:
         fault_at = monotonicNs();
         victim.signal(SIGSTOP);

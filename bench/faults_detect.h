@@ -25,6 +25,9 @@ struct KindResult {
   std::string fault;
   std::string skipped;  // why the kind did not run; empty when it did
   std::vector<double> ms;
+  // kill9 only: ms from SIGKILL until the victim's pidfd was readable, the
+  // kernel's own notice of the exit; no detection on this host is earlier.
+  std::vector<double> exit_ms;
   int by_request = 0, by_event = 0;
   int destroy_hangs = 0;  // trials whose survivor never got out of mw_world_destroy
 };
