@@ -307,7 +307,10 @@ void UcxFailover::onTimer() {
   if (closed_) return;
   const auto now = Clock::now();
   const bool tick = now >= next_tick_;
-  if (tick) next_tick_ = now + path_timeout_ / 2;
+  if (tick) {
+    next_tick_ = now + path_timeout_ / 2;
+    router_.noteReach(now);
+  }
   bool needed = false;
   for (Peer& p : peers_) {
     if (!p.connected || p.left || p.paths.empty()) continue;
@@ -352,17 +355,18 @@ void UcxFailover::onTimer() {
       probe(p, path);
     }
     // Silent since the first fault's timeout began.
-    if (all_down && hooks_.unreachable && !p.reported_unreachable &&
-        now - (first_down - path_timeout_) >= member_timeout_) {
+    const Clock::time_point silent_since = first_down - path_timeout_;
+    if (all_down && hooks_.unreachable && !p.reported_unreachable && now - silent_since >= member_timeout_) {
       p.reported_unreachable = true;
       const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - first_down);
       const std::string how = " has been down for " + std::to_string(silent.count()) +
                               " ms (heartbeat_timeout_ms=" + std::to_string(member_timeout_.count()) + ")";
       // Cut off from every peer, this member is the one at fault: its
       // peers, which still reach others, are not to be blamed.
-      if (router_.cutOff()) {
-        hooks_.unreachable(rank_, "every path of rank " + std::to_string(rank_) + " to every peer" + how +
-                                      ": it is cut off");
+      if (router_.cutOffSince(silent_since)) {
+        hooks_.unreachable(rank_, "every path to rank " + std::to_string(p.rank) + how + ", and rank " +
+                                      std::to_string(rank_) + " reached no peer at all in that time: it is the one "
+                                                              "cut off");
       } else {
         hooks_.unreachable(p.rank, "every path to rank " + std::to_string(p.rank) + how +
                                        " while its process may be alive");

@@ -75,4 +75,14 @@ bool UcxPathRouter::cutOff() const {
   return peers >= 2;
 }
 
+void UcxPathRouter::noteReach(std::chrono::steady_clock::time_point now) {
+  if (now - reach_noted_ < kReachNoteEvery) return;
+  reach_noted_ = now;
+  if (cutOff()) last_cut_off_ = now;
+}
+
+bool UcxPathRouter::cutOffSince(std::chrono::steady_clock::time_point since) const {
+  return last_cut_off_ >= since || cutOff();
+}
+
 }  // namespace mw

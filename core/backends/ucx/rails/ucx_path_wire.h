@@ -8,6 +8,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -57,6 +58,15 @@ class UcxPathRouter {
   // world, while it has at least two: then this member is the one cut
   // off, not each of its peers.
   bool cutOff() const;
+  // On a world's tick while a path is down: remembers when cutOff() was
+  // last true (looked at most once per kReachNoteEvery).
+  void noteReach(std::chrono::steady_clock::time_point now);
+  // Whether this context was cut off at some moment since `since` (as the
+  // ticks saw it), or is now. A silence that began while this member was
+  // cut off is its own fault even if the cut ended a moment ago and other
+  // peers answer again: a world formed during the cut has had no path up
+  // at all, and its last tick comes after the cut is over.
+  bool cutOffSince(std::chrono::steady_clock::time_point since) const;
 
  private:
   template <uint16_t Id>
@@ -68,8 +78,11 @@ class UcxPathRouter {
     ucp_worker_h worker;  // the path worker it serves
     size_t path;
   };
+  static constexpr std::chrono::milliseconds kReachNoteEvery{10};
   std::vector<std::unique_ptr<HandlerArg>> args_;
   std::map<uint32_t, UcxFailover*> worlds_;
+  std::chrono::steady_clock::time_point reach_noted_{};
+  std::chrono::steady_clock::time_point last_cut_off_{};  // epoch: never seen
 };
 
 }  // namespace mw
