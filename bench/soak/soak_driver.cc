@@ -304,7 +304,8 @@ class Driver {
     const int64_t hold = f.hold_ms * kMs;
     switch (f.kind) {
       case FaultKind::Kill9:
-        members_[static_cast<size_t>(f.member)]->kill9();
+        members_[static_cast<size_t>(f.member)]->kill9();  // returns once reaped
+        referee_.exited(monotonicNs());
         replace(f.member);
         return;
       case FaultKind::SigstopShort:
@@ -402,6 +403,7 @@ class Driver {
     r.churn_breaks = referee_.churnBreaks();
     r.cancel_breaks = referee_.cancelBreaks();
     r.detect_ms = referee_.detections();
+    r.kill_exit_ms = referee_.exitMs();
     r.growth = leaks_.growth();
     const PingBoard& p = board_->ping;
     r.pings = p.pings.load();

@@ -40,6 +40,7 @@ struct SoakResult {
   int64_t incarnations = 0, create_failures = 0, cancels_taken_back = 0, cancels_too_late = 0;
   int64_t path_down = 0, path_up = 0, store_down = 0, store_up = 0;
   std::map<std::string, std::vector<double>> detect_ms;  // breaking kind -> samples
+  std::vector<double> kill_exit_ms;  // kill9: from the SIGKILL until the kernel finished the exit
   Growth growth;
   int64_t pings = 0, ping_failures = 0, ping_slow = 0;
   double ping_worst_ms = 0;

@@ -34,6 +34,7 @@ void Referee::begin(const Fault& f, int64_t start_ns) {
   fault_ = f;
   start_ns_ = start_ns;
   restored_ns_ = 0;
+  exited_ns_ = 0;
   learners_.clear();
   char line[200];
   std::snprintf(line, sizeof line, "fault %d (+%.1f s): %s", f.index, secondsAt(start_ns), f.text().c_str());
@@ -48,6 +49,11 @@ void Referee::begin(const Fault& f, int64_t start_ns) {
 }
 
 void Referee::restored(int64_t ns) { restored_ns_ = ns; }
+
+void Referee::exited(int64_t ns) {
+  exited_ns_ = ns;
+  exit_ms_.push_back((ns - start_ns_) / 1e6);
+}
 
 void Referee::close(int64_t now_ns) {
   if (!open_) return;
@@ -72,10 +78,16 @@ void Referee::close(int64_t now_ns) {
     }
     const double ms = (l.seen_ns - start_ns_) / 1e6;
     detect_[faultName(fault_.kind)].push_back(ms);
-    if (ms > bound) {
+    const double judged = exited_ns_ ? (l.seen_ns - exited_ns_) / 1e6 : ms;
+    if (judged > bound) {
       ++missed_breaks_;
-      char text[160];
-      std::snprintf(text, sizeof text, " saw the break after %.1f ms (bound %d ms)", ms, bound);
+      char text[200];
+      if (exited_ns_) {
+        std::snprintf(text, sizeof text, " saw the break %.1f ms after the kill, %.1f ms after the exit (bound %d ms)",
+                      ms, judged, bound);
+      } else {
+        std::snprintf(text, sizeof text, " saw the break after %.1f ms (bound %d ms)", ms, bound);
+      }
       violation("missed break: " + who + text);
     }
   }

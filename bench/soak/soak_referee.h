@@ -36,6 +36,11 @@ class Referee {
   // Its end action (SIGCONT, link back, replacement started) at `ns`: a
   // world of the member at fault formed before then may still break of it.
   void restored(int64_t ns);
+  // kill9: the kernel finished the member's exit at `ns` (the driver reaped
+  // it). Nothing on the host can know of the death before then, so the
+  // kill's bound counts from here; how long the exit took is reported.
+  void exited(int64_t ns);
+  const std::vector<double>& exitMs() const { return exit_ms_; }
   // Every world formed again and moving: the fault's window closes, and
   // who missed its breaks is judged. All records must be judged first.
   void close(int64_t now_ns);
@@ -82,7 +87,8 @@ class Referee {
 
   bool open_ = false;
   Fault fault_;
-  int64_t start_ns_ = 0, restored_ns_ = 0;
+  int64_t start_ns_ = 0, restored_ns_ = 0, exited_ns_ = 0;
+  std::vector<double> exit_ms_;  // kill9: from the SIGKILL to the reaped exit
   std::vector<Learner> learners_;
   struct Crash {
     int member;

@@ -66,6 +66,12 @@ void printResult(const SoakResult& r, const std::string& replay) {
     std::printf("# detection %s: n=%zu p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", k.c_str(), v.size(),
                 mwlab::percentile(v, 50), mwlab::percentile(v, 99), mwlab::percentile(v, 100));
   }
+  if (!r.kill_exit_ms.empty()) {
+    std::printf("# kill9 exits: the kernel finished each one p50 %.1f ms, p99 %.1f ms, max %.1f ms after the SIGKILL "
+                "(a kill's bound counts from there)\n",
+                mwlab::percentile(r.kill_exit_ms, 50), mwlab::percentile(r.kill_exit_ms, 99),
+                mwlab::percentile(r.kill_exit_ms, 100));
+  }
   std::printf("# redis: %lld PINGs, %lld failed, %lld slower than 50 ms, worst %.1f ms\n",
               static_cast<long long>(r.pings), static_cast<long long>(r.ping_failures),
               static_cast<long long>(r.ping_slow), r.ping_worst_ms);
@@ -114,6 +120,7 @@ bool writeResult(const BenchOptions& opt, const SoakConfig& cfg, const SoakResul
   push("false_breaks", jnum(r.false_breaks));
   push("missed_breaks", jnum(r.missed_breaks));
   push("detect_p99_ms", jsonObject(detect));
+  if (!r.kill_exit_ms.empty()) push("kill9_exit_p99_ms", jnum(mwlab::percentile(r.kill_exit_ms, 99)));
   push("fd_growth", jnum(r.growth.fds));
   push("thread_growth", jnum(r.growth.threads));
   push("rss_growth_pct", jnum(r.growth.rss_pct));
