@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "core/backends/ucx/ucx_engine.h"
-#include "core/backends/ucx/ucx_links.h"
 #include "core/backends/ucx/rails/ucx_path_accept.h"
 #include "core/backends/ucx/rails/ucx_path_probe.h"
 #include "core/backends/ucx/rails/ucx_path_wire.h"
+#include "core/backends/ucx/ucx_engine.h"
+#include "core/backends/ucx/ucx_links.h"
 #include "core/config.h"
 
 namespace mw {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "core/store/kv_store.h"
 #include "core/backends/ucx/ucx_collective.h"
 #include "core/backends/ucx/ucx_links.h"
 #include "core/backends/ucx/ucx_op.h"
@@ -11,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/request.h"
+#include "core/store/kv_store.h"
 #include "core/world.h"
 
 namespace mw {

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "core/backends/ucx/ucx_context.h"
 #include "core/backends/ucx/rails/ucx_failover.h"
+#include "core/backends/ucx/ucx_context.h"
 #include "core/deadline.h"
 #include "core/ordered_completions.h"
 #include "core/store/incarnation.h"

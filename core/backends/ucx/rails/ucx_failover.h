@@ -50,10 +50,10 @@
 #include <string>
 #include <vector>
 
-#include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/rails/ucx_path_probe.h"
 #include "core/backends/ucx/rails/ucx_path_state.h"
 #include "core/backends/ucx/rails/ucx_path_wire.h"
+#include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/ucx_peer_info.h"
 #include "core/deadline.h"
 #include "core/delivery/receive_order.h"
@@ -109,7 +109,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   // A message from `peer` on `channel` waits for a receive.
   bool arrived(int peer, uint64_t channel) const;
   // `peer` left the world or its process is gone: its endpoints close, and
-  // what was sent to it and not acknowledged ends (UCS_ERR_CANCELED).
+  // what was sent to it and not acknowledged ends (GivenUp).
   void peerLeft(int peer);
   // What arrived and waits is dropped.
   void dropArrivals();

@@ -2,9 +2,9 @@
 // and the timer that judges silence.
 #include <algorithm>
 
-#include "core/backends/ucx/ucx_endpoint.h"
 #include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/rails/ucx_path_sockets.h"
+#include "core/backends/ucx/ucx_endpoint.h"
 #include "core/error.h"
 #include "core/log.h"
 

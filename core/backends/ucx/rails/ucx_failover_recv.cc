@@ -1,8 +1,8 @@
 // The receiving half of UcxFailover (ucx_failover.h): what arrives goes to
 // the peer's ReceiveOrder (core/delivery/receive_order.h), and what it has
 // is acknowledged.
-#include "core/backends/ucx/ucx_endpoint.h"
 #include "core/backends/ucx/rails/ucx_failover.h"
+#include "core/backends/ucx/ucx_endpoint.h"
 
 namespace mw {
 

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/rails/ucx_failover.h"
+#include "core/backends/ucx/ucx_engine.h"
 #include "core/error.h"
 
 namespace mw {
