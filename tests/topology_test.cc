@@ -360,10 +360,10 @@ int cyclesWorker(const std::string& url, int rank) {
   return failures ? 1 : 0;
 }
 
-// 64 two-rank worlds between two processes, all moving data: the threads of
-// each process with 64 worlds open, against its threads with one.
+// 256 two-rank worlds between two processes, all moving data: the threads
+// of each process with 256 worlds open, against its threads with one.
 int threadsWorker(const std::string& url, int rank) {
-  constexpr int kWorlds = 64, kMaxThreads = 8;
+  constexpr int kWorlds = 256, kMaxThreads = 8;
   mw_context_t* ctx = mwtest::newContext(url, kSettings);
   MWT_REQUIRE(ctx);
   std::vector<mw_world_t*> worlds(kWorlds, nullptr);
@@ -416,7 +416,7 @@ TEST(Topology, OneProcessAloneInThirtyTwoWorlds) {
   EXPECT_TRUE(mwtest::runRanks(1, [&](int) { return soloWorker(redis.url(), 32); }, kGroupTimeout));
 }
 
-TEST(Topology, ThreadsDoNotGrowWithSixtyFourWorlds) {
+TEST(Topology, ThreadsDoNotGrowWithTwoHundredFiftySixWorlds) {
   if (mwtest::hostBackend() == MW_BACKEND_GLOO) {
     GTEST_SKIP() << "Gloo is a blocking library: its worlds run a thread per world and per receiving peer";
   }
