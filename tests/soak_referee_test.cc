@@ -125,6 +125,24 @@ TEST_F(RefereeTest, APeerThatNeverLearnsOrLearnsLateIsAMissedBreak) {
   EXPECT_EQ(ref.falseBreaks(), 0);
 }
 
+TEST_F(RefereeTest, AKillCountsFromTheExitTheKernelFinished) {
+  ref.begin(fault(FaultKind::Kill9, 1), 1000 * kMs);
+  ref.exited(1300 * kMs);  // the exit itself took 300 ms
+  ref.judge(0, record(0, 10, 1350, 1));  // s0-1 on 0: 350 ms after the kill, 50 after the exit
+  ref.judge(2, record(1, 10, 1450, 1));  // s1-2 on 2: 150 ms after the exit, past the bound
+  for (int m : worlds[3].members) {
+    if (m != 1) ref.judge(m, record(3, 10, 1310, 1));
+  }
+  ref.close(3000 * kMs);
+  EXPECT_EQ(ref.missedBreaks(), 1);
+  ASSERT_EQ(ref.violations().size(), 1u);
+  EXPECT_NE(ref.violations()[0].find("450.0 ms after the kill, 150.0 ms after the exit"), std::string::npos)
+      << ref.violations()[0];
+  ASSERT_EQ(ref.exitMs().size(), 1u);
+  EXPECT_DOUBLE_EQ(ref.exitMs()[0], 300.0);
+  EXPECT_EQ(ref.detections().at("kill9").size(), 4u);  // still counted from the kill
+}
+
 TEST_F(RefereeTest, ABreakOfAWorldTheFaultDoesNotTouchIsFalse) {
   ref.begin(fault(FaultKind::Kill9, 1), 1000 * kMs);
   ref.judge(0, record(2, 10, 1005, 2));  // s2-0 holds no member 1
