@@ -1,9 +1,6 @@
 #include "bench/faults_detect.h"
 
-#include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -19,6 +16,7 @@
 
 #include "bench/fault_processes.h"
 #include "bench/fault_traffic.h"
+#include "tools/lab/process_exit.h"
 #include "tools/lab/shared.h"
 
 namespace mwbench {
@@ -194,18 +192,14 @@ KindResult runKind(Fault kind, const Env& env, std::size_t trials) {
 
     int64_t fault_at = 0;
     switch (kind) {
-      case Fault::Kill9: {
-        // Opened before the kill: the pid cannot be reused while unreaped.
-        const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, victim.pid(), 0));
+      case Fault::Kill9:
         fault_at = monotonicNs();
         victim.signal(SIGKILL);
-        pollfd exited{pidfd, POLLIN, 0};
-        if (pidfd >= 0 && poll(&exited, 1, 10000) == 1) {
+        // The victim is our unreaped child: its pid stays its own.
+        if (mwlab::waitForExit(victim.pid(), 10s) == mwlab::ExitWait::Exited) {
           res.exit_ms.push_back(static_cast<double>(monotonicNs() - fault_at) / 1e6);
         }
-        if (pidfd >= 0) close(pidfd);
         break;
-      }
       case Fault::Sigstop:
         fault_at = monotonicNs();
         victim.signal(SIGSTOP);

@@ -1,9 +1,7 @@
 #include "tests/support/process.h"
 
 #include <dirent.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +11,8 @@
 #include <exception>
 #include <fstream>
 #include <string>
+
+#include "tools/lab/process_exit.h"
 
 namespace mwtest {
 
@@ -31,18 +31,11 @@ pid_t spawn(const std::function<int()>& body) {
 }
 
 int waitExit(pid_t pid, std::chrono::milliseconds timeout) {
-  // pidfd lets us wait with a timeout without polling waitpid.
-  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd >= 0) {
-    pollfd p{pidfd, POLLIN, 0};
-    int n = poll(&p, 1, static_cast<int>(timeout.count()));
-    close(pidfd);
-    if (n == 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-      fprintf(stderr, "worker %d timed out and was killed\n", pid);
-      return -1;
-    }
+  if (mwlab::waitForExit(pid, timeout) == mwlab::ExitWait::TimedOut) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    fprintf(stderr, "worker %d timed out and was killed\n", pid);
+    return -1;
   }
   int status = 0;
   if (waitpid(pid, &status, 0) != pid) return -2;

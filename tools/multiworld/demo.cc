@@ -2,8 +2,6 @@
 
 #include <signal.h>
 #include <spawn.h>
-#include <poll.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/lab/process_exit.h"
 #include "tools/lab/stats.h"
 #include "tools/multiworld/demo_protocol.h"
 #include "tools/multiworld/embedded_redis.h"
@@ -54,13 +53,7 @@ pid_t spawnStage(const std::string& exe, const std::vector<std::string>& args) {
 // Waits for `pid` to exit until `deadline` (a pidfd, no polling loop),
 // then kills it.
 void reapOrKill(pid_t pid, Clock::time_point deadline) {
-  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (fd >= 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    pollfd p{fd, POLLIN, 0};
-    poll(&p, 1, static_cast<int>(std::max<long long>(0, left)));
-    close(fd);
-  }
+  mwlab::waitForExit(pid, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
   if (waitpid(pid, nullptr, WNOHANG) == 0) {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
