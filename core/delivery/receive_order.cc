@@ -30,16 +30,14 @@ ReceiveOrder::Taken ReceiveOrder::arrive(uint64_t seq, uint64_t channel, const c
     return taken;
   }
   ++delivered_;
-  Taken taken = Taken::Copied;
   auto posted = posted_.find(channel);
   if (posted != posted_.end() && !posted->second.empty()) {
     a.data = data;  // copied out at once
-    next(std::move(a));
   } else {
     keep(a, data, lender);
-    if (a.lender) taken = Taken::Held;
-    waiting_[channel].push_back(std::move(a));
   }
+  const Taken taken = a.lender ? Taken::Held : Taken::Copied;
+  next(std::move(a));
   // What came early follows, in order.
   for (auto e = early_.find(delivered_ + 1); e != early_.end(); e = early_.find(delivered_ + 1)) {
     Arrival following = std::move(e->second);
