@@ -6,6 +6,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/delivery/receive_order.h"
@@ -119,15 +120,46 @@ TEST(SendWindow, ACompletionMayAddTheNextMessage) {
   EXPECT_EQ(w.messages(), 1u);
 }
 
-TEST(SendWindow, ProgressMovesOnAcknowledgementAndOnAddToAnEmptyWindowOnly) {
+TEST(SendWindow, ProgressMovesOnAcknowledgementAndOnAddWhileNoAnswerIsDue) {
   SendWindow w;
   Outcomes out;
+  EXPECT_FALSE(w.awaitingAcknowledgement());
   w.add(1, nullptr, 0, out.track(1));
+  EXPECT_TRUE(w.awaitingAcknowledgement());
   const auto started = w.progress();
   w.add(1, nullptr, 0, out.track(2));
   EXPECT_EQ(w.progress(), started) << "a busy window's silence runs on";
   EXPECT_TRUE(w.acknowledge(1));
   EXPECT_GE(w.progress(), started);
+}
+
+// The failover case: a message went on a path that then went quiet, and
+// again on another; the peer acknowledged the second copy while the first
+// is still in the transport. No answer is due, so the path in use is not
+// silent, and the next message's wait starts when it is added.
+TEST(SendWindow, AnAcknowledgedMessageHeldByTheTransportAwaitsNoAnswer) {
+  SendWindow w;
+  Outcomes out;
+  char buf[8] = {};
+  auto m = w.add(1, buf, sizeof buf, out.track(1));
+  w.transmitting(*m);  // on the path that went quiet
+  w.transmitting(*m);  // again on the next one
+  w.transmitted(*m);
+  EXPECT_TRUE(w.acknowledge(1));
+  EXPECT_TRUE(out.ended.empty()) << "the first copy still reads the buffer";
+  EXPECT_FALSE(w.awaitingAcknowledgement());
+  EXPECT_EQ(w.summary(), "1 outstanding, the oldest (seq 1) acknowledged and still in the transport");
+
+  const auto acked_at = w.progress();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  w.add(1, buf, sizeof buf, out.track(2));
+  EXPECT_TRUE(w.awaitingAcknowledgement());
+  EXPECT_GT(w.progress(), acked_at) << "the new message's wait starts when it is added, not at the last answer";
+
+  w.transmitted(*m);  // the quiet path's endpoint closed: its copy ends
+  ASSERT_EQ(out.ended.size(), 1u);
+  EXPECT_EQ(out.ended[0], std::make_pair(uint64_t{1}, DeliveryOutcome::Delivered));
+  EXPECT_TRUE(w.awaitingAcknowledgement());
 }
 
 // --------------------------------------------------------------- receiving

@@ -380,7 +380,53 @@ TEST_P(FailoverAllreduce, CutLinkCostsNoIterationAndNoBreak) {
 INSTANTIATE_TEST_SUITE_P(Cuts, FailoverAllreduce, ::testing::Values(Cut::LinkDown, Cut::Drop),
                          [](const auto& info) { return info.param == Cut::LinkDown ? "LinkDown" : "Drop"; });
 
-// ---- 3. every link cut: the world breaks, and only it -------------------------------------
+// ---- 3. the last link left fails briefly -----------------------------------------------
+
+// Link 0 of member 0 stays down, long past the heartbeat timeout, while
+// link 1 carries the stream; then link 1 fails too, for less than the
+// heartbeat timeout. Every path is down at once, briefly: the silence
+// counts from the last message heard, not from link 0's old fault, and
+// what was outstanding on link 1 goes again on its new endpoint once it is
+// back. Nothing breaks and nothing is lost.
+TEST(Failover, ABriefFaultOfTheLastLinkLeftCostsNoMessageAndNoBreak) {
+  SKIP_WITHOUT_NETNS();
+  Lab lab(2, 2);
+  RedisServer redis;
+  mwlab::Shared<Board> b;
+  Workers w;
+  for (int r = 0; r < 2; ++r) {
+    w.add([&, r] {
+      if (!NetLab::enter(lab.ns(r))) return 4;
+      return mwlab::runCheckedStream(specFor(redis.url(), "fo", r, 2, {0, 1}), b->fo[r], b->stop);
+    });
+  }
+  const int64_t t0 = monotonicNs();
+  ASSERT_TRUE(waitDelivered(b->fo, 2, 200, 60s)) << eventsOf(b->fo, 2, t0);
+  ASSERT_TRUE(cut(lab, lab.link(0, 0), Cut::LinkDown, true));
+  ASSERT_TRUE(waitDelivered(b->fo, 2, 300, 20s)) << "delivery did not move to link 1" << eventsOf(b->fo, 2, t0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(kHeartbeatTimeoutMs + 500));
+
+  const int64_t at = monotonicNs();
+  ASSERT_TRUE(cut(lab, lab.link(0, 1), Cut::LinkDown, true));
+  std::this_thread::sleep_for(std::chrono::milliseconds(kHeartbeatTimeoutMs * 3 / 10));
+  ASSERT_TRUE(cut(lab, lab.link(0, 1), Cut::LinkDown, false));
+  EXPECT_TRUE(waitDelivered(b->fo, 2, 300, 20s)) << "delivery did not resume" << eventsOf(b->fo, 2, at);
+  // The brief fault was seen, or this tested nothing.
+  EXPECT_TRUE(eventNames(b->fo[0], MW_EVENT_PATH_DOWN, at, "10.71.2.")) << eventsOf(b->fo, 2, at);
+  EXPECT_TRUE(eventNames(b->fo[0], MW_EVENT_PATH_UP, at, "10.71.2.")) << eventsOf(b->fo, 2, at);
+
+  ASSERT_TRUE(cut(lab, lab.link(0, 0), Cut::LinkDown, false));
+  b->stop.store(1);
+  EXPECT_TRUE(w.join(60s));
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE(eventsOf(b->fo, 2, at));
+    expectClean(b->fo[r], r);
+  }
+  EXPECT_EQ(b->fo[0].sent.load(), b->fo[1].delivered.load());
+  EXPECT_EQ(b->fo[1].sent.load(), b->fo[0].delivered.load());
+}
+
+// ---- 4. every link cut: the world breaks, and only it -------------------------------------
 
 // Two members of a three-link lab, each with two contexts: world "fo" over
 // links 0 and 1 (boards fo), world "side" over link 2 alone (boards side).
@@ -456,7 +502,7 @@ TEST(Failover, EveryLinkCutBreaksTheWorldAndNothingElse) {
   std::fprintf(stderr, "events:%s\n", eventsOf(b->fo, 2, at).c_str());
 }
 
-// ---- 4. kill -9: a member fault, not a path fault ---------------------------------------------
+// ---- 5. kill -9: a member fault, not a path fault ---------------------------------------------
 
 TEST(Failover, KilledMemberBreaksItsWorldsAtOnceWithoutPathFaults) {
   SKIP_WITHOUT_NETNS();

@@ -9,8 +9,9 @@ SendWindow::MessagePtr SendWindow::add(uint64_t channel, const void* buffer, siz
   m->buffer = buffer;
   m->bytes = bytes;
   m->done = std::move(done);
-  // An empty window was not silent: the wait for an answer starts now.
-  if (kept_.empty()) progress_ = Clock::now();
+  // A window that awaited no answer was not silent: the wait for one
+  // starts now.
+  if (!awaitingAcknowledgement()) progress_ = Clock::now();
   kept_.push_back(m);
   return m;
 }

@@ -60,12 +60,17 @@ class SendWindow {
   void giveUp();
 
   bool empty() const { return kept_.empty(); }
+  // Something kept is not acknowledged yet: only then is there an answer
+  // to wait for. What is acknowledged and only held by a transmission
+  // still in the transport (a copy on a path that went quiet) waits on
+  // that path, not on the peer.
+  bool awaitingAcknowledgement() const { return !kept_.empty() && !kept_.back()->acked; }
   size_t messages() const { return kept_.size(); }
   size_t bytes() const;
   uint64_t acknowledged() const { return acked_; }
   uint64_t nextSeq() const { return next_seq_; }
-  // The last sign of life: the last acknowledgement or completion, the
-  // first message added to an empty window, or restart().
+  // The last sign of life: the last acknowledgement or completion, a
+  // message added while nothing awaited acknowledgement, or restart().
   Clock::time_point progress() const { return progress_; }
   // Starts the silence anew (after a retransmission on a new path).
   void restart() { progress_ = Clock::now(); }

@@ -60,6 +60,7 @@ void UcxFailover::connect(int peer, uint32_t world_id, const std::vector<UcxPath
     startReach(p, path);
   }
   p.sending.restart();
+  p.heard = now;
   p.connected = true;
   armTimer();
 }
@@ -198,7 +199,9 @@ void UcxFailover::onAck(const pathwire::Header& h, size_t path) {
   if (closed_ || h.from_rank >= peers_.size()) return;
   Peer& p = peers_[h.from_rank];
   if (path < p.paths.size()) p.paths[path].proven = true;
-  p.sending.acknowledge(h.seq);  // old news and nonsense change nothing
+  // Old news and nonsense change nothing, and are no sign of life: a path
+  // that brings only those does not deliver.
+  if (p.sending.acknowledge(h.seq)) p.heard = Clock::now();
 }
 
 PathChange UcxFailover::pathChange(const Peer& p, const Path& path) const {

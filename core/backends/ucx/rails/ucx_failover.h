@@ -172,6 +172,8 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     SendWindow sending;
     ReceiveOrder receiving{&releaseArrival};
     size_t arrival_path = 0;  // what the last message came over
+    // The last new acknowledgement or message from it, over any path.
+    Clock::time_point heard;
   };
 
   // Sending (ucx_failover.cc).

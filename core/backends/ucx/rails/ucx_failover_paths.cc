@@ -221,6 +221,9 @@ void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
     return;
   }
   if (closed_ || p.left || !pathIsDown(path.state) || !path.probe_ep || path.probe_nonce != nonce) return;
+  // Read before the move: when every path was down, `current` still names
+  // one of them, possibly this one.
+  const bool all_were_down = pathIsDown(p.paths[p.current].state);
   if (!moveTo(p, path, PathState::Up)) return;
   path.ep = path.probe_ep;
   path.ep_serial = path.probe_serial;
@@ -230,9 +233,10 @@ void UcxFailover::pathUp(int peer, size_t index, uint64_t nonce) {
   path.reach.reset();
   const bool announced = path.announced;
   path.announced = false;
-  const bool all_were_down = pathIsDown(p.paths[p.current].state);
   // A preferred path takes new traffic at once, and what is unacknowledged
-  // goes again on it, as in chooseAgain.
+  // goes again on it, as in chooseAgain. After an outage of every path it
+  // goes again even on the path it was sent on: that endpoint closed, and
+  // what it held ended with it.
   const bool moved = all_were_down || index < p.current;
   if (moved) p.current = index;
   p.reported_unreachable = false;
@@ -274,7 +278,7 @@ Clock::time_point UcxFailover::nextDeadline() const {
   Clock::time_point first = Clock::time_point::max();
   for (const Peer& p : peers_) {
     if (!p.connected || p.left || p.paths.empty()) continue;
-    if (!p.sending.empty() && !pathIsDown(p.paths[p.current].state)) {
+    if (p.sending.awaitingAcknowledgement() && !pathIsDown(p.paths[p.current].state)) {
       first = std::min(first, p.sending.progress() + ackAllowance(p));
     }
     for (const Path& path : p.paths) {
@@ -317,7 +321,11 @@ void UcxFailover::onTimer() {
     Path& current = p.paths[p.current];
     if (!p.sending.empty() && !pathIsDown(current.state)) {
       needed = true;
-      if (now - p.sending.progress() >= ackAllowance(p)) {
+      // Silence is the current path's only while an answer is due. A
+      // message the peer acknowledged, held by a copy on a path in doubt,
+      // waits for that path's own verdict, which closes its endpoint and
+      // releases it.
+      if (p.sending.awaitingAcknowledgement() && now - p.sending.progress() >= ackAllowance(p)) {
         pathFault(p.rank, current.index,
                   "no acknowledgement for " + std::to_string(path_timeout_.count()) + " ms (path_timeout_ms; " +
                       p.sending.summary() + ")");
@@ -354,12 +362,15 @@ void UcxFailover::onTimer() {
       first_down = std::min(first_down, path.down_since);
       probe(p, path);
     }
-    // Silent since the first fault's timeout began.
-    const Clock::time_point silent_since = first_down - path_timeout_;
+    // Silent since the first fault's timeout began, or since the peer was
+    // last heard, if later: a path that went down long ago while another
+    // carried the traffic is no silence of the peer's, and a brief fault of
+    // the last path left must not count from it.
+    const Clock::time_point silent_since = std::max(first_down - path_timeout_, p.heard);
     if (all_down && hooks_.unreachable && !p.reported_unreachable && now - silent_since >= member_timeout_) {
       p.reported_unreachable = true;
-      const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - first_down);
-      const std::string how = " has been down for " + std::to_string(silent.count()) +
+      const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - silent_since);
+      const std::string how = " is down and nothing came from it for " + std::to_string(silent.count()) +
                               " ms (heartbeat_timeout_ms=" + std::to_string(member_timeout_.count()) + ")";
       // Cut off from every peer, this member is the one at fault: its
       // peers, which still reach others, are not to be blamed.

@@ -29,6 +29,7 @@ ucs_status_t UcxFailover::onData(const pathwire::Header& h, void* data, size_t l
   void* lender = (param.recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) ? worker : nullptr;
   const ReceiveOrder::Taken taken =
       p.receiving.arrive(h.seq, h.channel, static_cast<const char*>(data), length, lender);
+  if (taken != ReceiveOrder::Taken::Duplicate) p.heard = Clock::now();
   // A duplicate is a retransmission of what is here: its acknowledgement
   // was lost, so it goes again.
   acknowledge(h, reply, p);
