@@ -56,7 +56,7 @@ void UcxFailover::connect(int peer, uint32_t world_id, const std::vector<UcxPath
     path.peer_ip = theirs[i].ip;
     path.peer_listen_port = theirs[i].listen_port;
     path.peer_probe_port = theirs[i].probe_port;
-    path.down_since = now;
+    path.silent_since = now - path_timeout_;
     startReach(p, path);
   }
   p.sending.restart();
@@ -74,7 +74,7 @@ void UcxFailover::start(Hooks hooks) {
   const auto now = Clock::now();
   for (Peer& p : peers_) {
     for (Path& path : p.paths) {
-      if (pathIsDown(path.state) && !path.announced) path.down_since = now;
+      if (pathIsDown(path.state) && !path.announced) path.silent_since = now - path_timeout_;
     }
   }
 }

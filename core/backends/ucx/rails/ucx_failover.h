@@ -150,7 +150,9 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     // (ucx_path_probe.h). Changed only through moveTo().
     PathState state = PathState::Seeking;
     bool announced = false;  // MW_EVENT_PATH_DOWN went out for this outage
-    Clock::time_point down_since;
+    // While down: when its silence began (the member timeout counts from
+    // the earliest of these, see onTimer).
+    Clock::time_point silent_since;
     std::unique_ptr<UcxReachProbe> reach;  // while Seeking
     bool proven = false;                   // an acknowledgement came over its endpoint
     ucp_ep_h probe_ep = nullptr;           // while Answering
@@ -182,7 +184,10 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   ucp_ep_h openEndpoint(Peer& p, size_t path, uint64_t& serial);
   void closeEndpoint(ucp_ep_h& ep, uint64_t serial);
   void onEndpointError(int peer, uint64_t serial, ucs_status_t status);
-  void pathFault(int peer, size_t path, const std::string& why);
+  // `silent_since`: when the silence that revealed the fault began; by
+  // default one path timeout ago.
+  void pathFault(int peer, size_t path, const std::string& why,
+                 Clock::time_point silent_since = Clock::time_point::min());
   // The one place a path's state changes (ucx_path_state.h); false, logged,
   // for a transition the state machine does not allow.
   bool moveTo(const Peer& p, Path& path, PathState next);

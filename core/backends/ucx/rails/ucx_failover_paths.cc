@@ -40,7 +40,7 @@ bool UcxFailover::moveTo(const Peer& p, Path& path, PathState next) {
   return false;
 }
 
-void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
+void UcxFailover::pathFault(int peer, size_t index, const std::string& why, Clock::time_point silent_since) {
   Peer& p = peers_[static_cast<size_t>(peer)];
   Path& path = p.paths[index];
   if (closed_ || p.left || pathIsDown(path.state)) return;
@@ -54,7 +54,7 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why) {
   if (!moveTo(p, path, PathState::Seeking)) return;
   path.announced = true;
   path.probes = 0;
-  path.down_since = Clock::now();
+  path.silent_since = silent_since != Clock::time_point::min() ? silent_since : Clock::now() - path_timeout_;
   ucp_ep_h ep = path.ep;
   const uint64_t serial = path.ep_serial;
   path.ep = nullptr;
@@ -328,7 +328,8 @@ void UcxFailover::onTimer() {
       if (p.sending.awaitingAcknowledgement() && now - p.sending.progress() >= ackAllowance(p)) {
         pathFault(p.rank, current.index,
                   "no acknowledgement for " + std::to_string(path_timeout_.count()) + " ms (path_timeout_ms; " +
-                      p.sending.summary() + ")");
+                      p.sending.summary() + ")",
+                  p.sending.progress());
         if (closed_) return;
       }
     }
@@ -343,7 +344,8 @@ void UcxFailover::onTimer() {
       if (now - path.suspect_since >= path_timeout_) {
         pathFault(p.rank, path.index,
                   "no answer to a probe for " + std::to_string(path_timeout_.count()) +
-                      " ms (path_timeout_ms) after the same local path failed toward another peer");
+                      " ms (path_timeout_ms) after the same local path failed toward another peer",
+                  path.suspect_since);
         if (closed_) return;
       }
     }
@@ -351,7 +353,7 @@ void UcxFailover::onTimer() {
       for (const Path& path : p.paths) needed = needed || pathIsDown(path.state);
       continue;
     }
-    Clock::time_point first_down = Clock::time_point::max();
+    Clock::time_point first_silent = Clock::time_point::max();
     bool all_down = true;
     for (Path& path : p.paths) {
       if (!pathIsDown(path.state)) {
@@ -359,14 +361,16 @@ void UcxFailover::onTimer() {
         continue;
       }
       needed = true;
-      first_down = std::min(first_down, path.down_since);
+      first_silent = std::min(first_silent, path.silent_since);
       probe(p, path);
     }
-    // Silent since the first fault's timeout began, or since the peer was
-    // last heard, if later: a path that went down long ago while another
+    // Silent since the first fault's silence began (for a path found by
+    // its unacknowledged traffic: since the last answer, however long the
+    // allowance of a new connection was), or since the peer was last
+    // heard, if later: a path that went down long ago while another
     // carried the traffic is no silence of the peer's, and a brief fault of
     // the last path left must not count from it.
-    const Clock::time_point silent_since = std::max(first_down - path_timeout_, p.heard);
+    const Clock::time_point silent_since = std::max(first_silent, p.heard);
     if (all_down && hooks_.unreachable && !p.reported_unreachable && now - silent_since >= member_timeout_) {
       p.reported_unreachable = true;
       const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - silent_since);
