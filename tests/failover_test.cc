@@ -315,6 +315,19 @@ TEST(FailoverLab, CutsStopTcpAndCountersShowTheLinkUsed) {
 
 // ---- 1. two members, a checked p2p stream --------------------------------------------
 
+// Members 0 and 1 stream to each other in world "fo" over links 0 and 1
+// (boards fo); returns once both deliver.
+void startStream(Workers& w, const Lab& lab, const std::string& redis_url, Board& b) {
+  for (int r = 0; r < 2; ++r) {
+    w.add([&, r] {
+      if (!NetLab::enter(lab.ns(r))) return 4;
+      return mwlab::runCheckedStream(specFor(redis_url, "fo", r, 2, {0, 1}), b.fo[r], b.stop);
+    });
+  }
+  const int64_t t0 = monotonicNs();
+  ASSERT_TRUE(waitDelivered(b.fo, 2, 200, 60s)) << eventsOf(b.fo, 2, t0);
+}
+
 class FailoverP2p : public ::testing::TestWithParam<Cut> {};
 
 TEST_P(FailoverP2p, CutLinkCostsNoMessageAndNoBreak) {
@@ -324,14 +337,8 @@ TEST_P(FailoverP2p, CutLinkCostsNoMessageAndNoBreak) {
   RedisServer redis;
   mwlab::Shared<Board> b;
   Workers w;
-  for (int r = 0; r < 2; ++r) {
-    w.add([&, r] {
-      if (!NetLab::enter(lab.ns(r))) return 4;
-      return mwlab::runCheckedStream(specFor(redis.url(), "fo", r, 2, {0, 1}), b->fo[r], b->stop);
-    });
-  }
   const int64_t t0 = monotonicNs();
-  ASSERT_TRUE(waitDelivered(b->fo, 2, 200, 60s)) << eventsOf(b->fo, 2, t0);
+  ASSERT_NO_FATAL_FAILURE(startStream(w, lab, redis.url(), *b));
 
   cutEachLinkInTurn(lab, 0, how, b->fo, 2, 2, kMessageBytes);
   b->stop.store(1);
@@ -394,14 +401,8 @@ TEST(Failover, ABriefFaultOfTheLastLinkLeftCostsNoMessageAndNoBreak) {
   RedisServer redis;
   mwlab::Shared<Board> b;
   Workers w;
-  for (int r = 0; r < 2; ++r) {
-    w.add([&, r] {
-      if (!NetLab::enter(lab.ns(r))) return 4;
-      return mwlab::runCheckedStream(specFor(redis.url(), "fo", r, 2, {0, 1}), b->fo[r], b->stop);
-    });
-  }
   const int64_t t0 = monotonicNs();
-  ASSERT_TRUE(waitDelivered(b->fo, 2, 200, 60s)) << eventsOf(b->fo, 2, t0);
+  ASSERT_NO_FATAL_FAILURE(startStream(w, lab, redis.url(), *b));
   ASSERT_TRUE(cut(lab, lab.link(0, 0), Cut::LinkDown, true));
   ASSERT_TRUE(waitDelivered(b->fo, 2, 300, 20s)) << "delivery did not move to link 1" << eventsOf(b->fo, 2, t0);
   std::this_thread::sleep_for(std::chrono::milliseconds(kHeartbeatTimeoutMs + 500));
