@@ -184,10 +184,8 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   ucp_ep_h openEndpoint(Peer& p, size_t path, uint64_t& serial);
   void closeEndpoint(ucp_ep_h& ep, uint64_t serial);
   void onEndpointError(int peer, uint64_t serial, ucs_status_t status);
-  // `silent_since`: when the silence that revealed the fault began; by
-  // default one path timeout ago.
-  void pathFault(int peer, size_t path, const std::string& why,
-                 Clock::time_point silent_since = Clock::time_point::min());
+  // `silent_since`: when the silence that revealed the fault began.
+  void pathFault(int peer, size_t path, const std::string& why, Clock::time_point silent_since);
   // The one place a path's state changes (ucx_path_state.h); false, logged,
   // for a transition the state machine does not allow.
   bool moveTo(const Peer& p, Path& path, PathState next);

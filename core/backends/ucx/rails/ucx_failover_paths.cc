@@ -26,7 +26,10 @@ void UcxFailover::onEndpointError(int peer, uint64_t serial, ucs_status_t status
       return;
     }
     if (path.ep_serial == serial && path.ep) {
-      pathFault(peer, path.index, std::string("UCX reported ") + ucs_status_string(status));
+      // UCX tells at once; one path timeout stands for how long it was
+      // silent before, as for any fault found by a timeout.
+      pathFault(peer, path.index, std::string("UCX reported ") + ucs_status_string(status),
+                Clock::now() - path_timeout_);
       return;
     }
   }
@@ -54,7 +57,7 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why, Cloc
   if (!moveTo(p, path, PathState::Seeking)) return;
   path.announced = true;
   path.probes = 0;
-  path.silent_since = silent_since != Clock::time_point::min() ? silent_since : Clock::now() - path_timeout_;
+  path.silent_since = silent_since;
   ucp_ep_h ep = path.ep;
   const uint64_t serial = path.ep_serial;
   path.ep = nullptr;
