@@ -104,6 +104,11 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libmultiworld${_mw_major})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS redis-server)
+if(MW_PATCHED_LIBUCS)
+  # Its copy of libucs (cmake/UcxLibucs.cmake) fits only the UCX it was
+  # built from.
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libucx0 (= ${MW_PATCHED_LIBUCS_UCX_VERSION})")
+endif()
 
 set(CPACK_DEBIAN_NCCL_PACKAGE_NAME libmultiworld${_mw_major}-nccl)
 set(CPACK_DEBIAN_NCCL_PACKAGE_SECTION libs)

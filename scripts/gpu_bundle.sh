@@ -11,7 +11,7 @@
 # The kit holds, in at most 60 MiB:
 #   bin/       nccl_test, nccl_ops_test, mw_bench, the Go and Rust
 #              device-memory test binaries (stripped)
-#   lib/       libmultiworld and its NCCL plugin
+#   lib/       libmultiworld, its NCCL plugin and its copy of libucs
 #   cudart/    libcudart.so.13, used only where the machine has none
 #   sys/       the runtime packages (redis-server, libhiredis, libucx0 and
 #              whatever else ldd names beyond glibc), unpacked from their
@@ -49,6 +49,9 @@ for t in nccl_test nccl_ops_test; do strip_into "$build/tests/$t" "$kit/bin"; do
 strip_into "$build/bench/mw_bench" "$kit/bin"
 capi=$build/capi
 for lib in libmultiworld.so.0 libmultiworld-nccl.so.0; do strip_into "$capi/$lib" "$kit/lib"; done
+# The copy of libucs with third_party/ucx's fix: lib/ comes first on the
+# kit's LD_LIBRARY_PATH, before libucx0's own.
+[[ -f $build/ucx-libucs/libucs.so.0 ]] && strip_into "$build/ucx-libucs/libucs.so.0" "$kit/lib"
 cudart=$(ldd "$build/tests/nccl_test" | awk '$1 == "libcudart.so.13" {print $3}')
 [[ -n $cudart ]] || die "nccl_test does not link libcudart.so.13"
 mkdir -p "$kit/cudart"

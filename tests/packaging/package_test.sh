@@ -97,6 +97,16 @@ case $step in
     echo "Depends: $depends"
     [[ "$depends" == *libgloo0* ]] || fail "$runtime_deb does not depend on libgloo0"
     [[ "$depends" == *libhiredis* ]] || fail "$runtime_deb does not depend on libhiredis"
+    if [[ -n ${MW_PATCHED_LIBUCS_UCX_VERSION:-} ]]; then
+      # The copy of libucs with the fixes of third_party/ucx, found through
+      # the library's RUNPATH, and the exact UCX it fits.
+      has "$files" "/$prefix/$MW_LIBDIR/multiworld/libucs.so.0"
+      [[ "$depends" == *"libucx0 (= $MW_PATCHED_LIBUCS_UCX_VERSION)"* ]] ||
+        fail "$runtime_deb does not depend on libucx0 (= $MW_PATCHED_LIBUCS_UCX_VERSION)"
+      line=$(LD_LIBRARY_PATH=$libdir ldd "$libdir/libmultiworld.so.$MW_MAJOR" | grep 'libucs\.so') ||
+        fail "ldd libmultiworld: no libucs"
+      [[ "$line" == *"=> $libdir/multiworld/libucs.so.0 "* ]] || fail "the unpacked library loads libucs from elsewhere: $line"
+    fi
     [[ "$(dpkg-deb -f "$deb" Version)" == "$v" ]] || fail "version of $runtime_deb"
     mkdir -p "$MW_WORK/control" && dpkg-deb -e "$deb" "$MW_WORK/control/runtime"
     grep -qx "libmultiworld $MW_MAJOR $runtime_deb (>= $v)" "$MW_WORK/control/runtime/shlibs" ||

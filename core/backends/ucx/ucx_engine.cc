@@ -112,14 +112,13 @@ WorkerParts makeWorker(const std::string& net_devices, bool path) {
   try {
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    // Our lock serialises every call; UCX's own async thread runs the
-    // connection manager of the client-server endpoints (ucx_links.h). In
-    // multi-thread mode progress blocks that thread, its events queue as
-    // missed, and UCX 1.13 replays a queued write event even after the
-    // socket was closed and its fd number taken by a new connection, which
-    // fails an assertion in uct_tcp_sockcm_ep_progress_send (fixed upstream
-    // after 1.22: "Filter stale missed fd events"). In serialized mode the
-    // async thread handles them when they happen.
+    // Only the owner calls UCX; UCX's own async thread runs the connection
+    // manager of the client-server endpoints (ucx_links.h). In multi-thread
+    // mode progress blocks that thread and its events queue as missed, and
+    // UCX 1.13.1 dispatches a queued event even after the socket closed and
+    // a new one took its fd number (third_party/ucx: the copy of libucs the
+    // build links drops such events). In serialized mode the async thread
+    // handles most events when they happen.
     wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     {
       SigpipeBlockedForNewThreads no_sigpipe;  // UCX's async thread writes to sockets
