@@ -97,7 +97,7 @@ owner() {  # the package that installed a file (merged /usr: try both names)
 }
 declare -A packages=([redis-server]=1 [redis-tools]=1 [libucx0]=1)
 while read -r name path; do
-  [[ $name =~ $base ]] && continue
+  [[ $name =~ $base || $path == "$kit"/* ]] && continue  # ours, already in lib/
   pkg=$(owner "$path")
   [[ -n $pkg ]] && packages[$pkg]=1
 done < <(LD_LIBRARY_PATH=$kit/lib ldd "$kit"/bin/* "$kit"/lib/*.so* "$(command -v redis-check-rdb || echo /usr/bin/redis-check-rdb)" \
