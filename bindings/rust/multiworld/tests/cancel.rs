@@ -106,8 +106,9 @@ fn check_exit(backend: Backend, exit: Exit) {
     thread::spawn(move || {
         check_exit_in_own_context(backend, exit);
         // Only once this exit's context is gone does the next one begin:
-        // two UCX contexts alive at once in one process can abort inside
-        // UCX 1.13 (README, known defects: async.c:643).
+        // without the build's copy of libucs (third_party/ucx), two UCX
+        // contexts alive at once in one process can abort inside UCX 1.13.1
+        // (async.c:643).
         let _ = tx.send(());
     });
     match rx.recv_timeout(Duration::from_secs(60)) {
