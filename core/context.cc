@@ -1,5 +1,7 @@
 #include "core/context.h"
 
+#include <algorithm>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -122,7 +124,12 @@ std::shared_ptr<ProgressDriver> Context::ucxDriver() {
 
 std::vector<std::shared_ptr<Request>> Context::poll(size_t max, std::chrono::milliseconds timeout) {
   if (max > 0 && timeout.count() != 0) {
+    const auto start = std::chrono::steady_clock::now();
     if (auto driver = ucxDriver()) driver->spinUntil([this] { return !cq_->empty(); });
+    if (timeout.count() > 0) {  // the spin counts against it
+      const auto spun = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      timeout = std::max(timeout - spun, std::chrono::milliseconds(0));
+    }
   }
   return cq_->pop(max, timeout);
 }

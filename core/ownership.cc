@@ -137,6 +137,14 @@ void Ownership::release() {
   while (!tryRelease()) runPosted();
 }
 
+void Ownership::logFailure(const char* what) noexcept {
+  if (what) {
+    MW_LOG(LogLevel::Error, "work handed to the owner failed: %s", what);
+  } else {
+    MW_LOG(LogLevel::Error, "work handed to the owner failed");
+  }
+}
+
 void Ownership::runPosted() {
   for (;;) {
     std::vector<std::function<void()>> batch;
@@ -145,17 +153,31 @@ void Ownership::runPosted() {
       if (posted_.empty()) return;
       batch.swap(posted_);
     }
-    for (auto& work : batch) {
-      try {
-        work();
-      } catch (const std::exception& e) {
-        // Posted work reports its own failures; this only keeps the owner alive.
-        MW_LOG(LogLevel::Error, "work handed to the owner failed: %s", e.what());
-      } catch (...) {
-        MW_LOG(LogLevel::Error, "work handed to the owner failed");
-      }
-    }
+    for (auto& work : batch) runLogged(work);
   }
+}
+
+bool Ownership::tryTakeIdle() {
+  std::lock_guard<std::mutex> l(m_);
+  if (home_stopped_ || wanting_ > 0 || !posted_.empty() || owner_.load(std::memory_order_relaxed) != std::thread::id()) {
+    return false;
+  }
+  owner_.store(std::this_thread::get_id(), std::memory_order_release);
+  return true;
+}
+
+void Ownership::leave() {
+  checkWaits();
+  bool wake;
+  {
+    std::lock_guard<std::mutex> l(m_);
+    owner_.store(std::thread::id(), std::memory_order_release);
+    // What others posted while this thread ran its own work is the home
+    // thread's (or a waiter's), not this issuer's.
+    wake = !posted_.empty() && wanting_ == 0;
+    if (sleepers_ > 0) home_turn_.notify_all();
+  }
+  if (wake) wake_();
 }
 
 void Ownership::checkWaits() {

@@ -4,8 +4,9 @@
 //
 // At any moment at most one thread owns the state. It is the home thread
 // (the engine's own thread) unless a thread that waits for a result of its
-// own takes it over for a bounded spin (the hybrid wait of MPI and UCX);
-// the home thread lets such a waiter go first. Every other thread posts
+// own takes it over for a bounded spin (the hybrid wait of MPI and UCX),
+// or a thread finds it free and runs its own work there (runOrPost); the
+// home thread lets such a waiter go first. Every other thread posts
 // closures, which the owner runs in order: post() never waits, call() waits
 // for the result, waitUntil() for a condition that the owner checks.
 //
@@ -43,6 +44,14 @@ class Ownership {
   // Runs `work` on the owner, after what was posted before it; at once when
   // the caller owns. Never waits for it.
   void post(std::function<void()> work);
+
+  // Runs `work` on the calling thread when nobody owns the state, nobody
+  // waits for it and nothing posted is pending (taking it for as long as
+  // `work` runs); else posts it. What the issuer of an operation calls:
+  // the work starts without a hand-off to another thread. `work` must not
+  // need a lock the caller holds; what it throws is logged, as posted work's.
+  template <typename F>
+  void runOrPost(F&& work);
 
   // Runs `f` on the owner and returns its result, or rethrows what it
   // threw; runs it on the spot when the caller owns.
@@ -97,6 +106,15 @@ class Ownership {
 
   void finish(bool& done);
   void waitFor(const bool& done);
+  // runOrPost(): takes the free state, and lets it go again (checking the
+  // waits, and waking home for what was posted meanwhile).
+  bool tryTakeIdle();
+  void leave();
+  // Runs work, logging what it throws: posted work reports its own
+  // failures, and this only keeps the owner alive.
+  template <typename F>
+  static void runLogged(F& work) noexcept;
+  static void logFailure(const char* what) noexcept;
 
   const std::function<void()> wake_;
   mutable std::mutex m_;
@@ -109,6 +127,34 @@ class Ownership {
   bool home_stopped_ = false;                  // under m_
   std::vector<Wait*> waits_;                   // the owner's
 };
+
+template <typename F>
+void Ownership::runLogged(F& work) noexcept {
+  try {
+    work();
+  } catch (const std::exception& e) {
+    logFailure(e.what());
+  } catch (...) {
+    logFailure(nullptr);
+  }
+}
+
+template <typename F>
+void Ownership::runOrPost(F&& work) {
+  if (owned()) {
+    work();
+    return;
+  }
+  if (!tryTakeIdle()) {
+    post(std::function<void()>(std::forward<F>(work)));
+    return;
+  }
+  struct Leave {
+    Ownership& own;
+    ~Leave() { own.leave(); }
+  } leave{*this};
+  runLogged(work);
+}
 
 template <typename F>
 auto Ownership::call(F&& f) -> decltype(f()) {

@@ -29,6 +29,7 @@ size_t Request::receivedBytes() {
 }
 
 Status Request::wait(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;  // the spin counts against it
   if (driver_ && timeout.count() != 0) driver_->spinUntil([this] { return finished(); });
   Status s;
   {
@@ -37,7 +38,7 @@ Status Request::wait(std::chrono::milliseconds timeout) {
     if (timeout.count() < 0) {
       cv_.wait(lock, done);
     } else {
-      cv_.wait_for(lock, timeout, done);
+      cv_.wait_until(lock, deadline, done);
     }
     s = status_;
   }

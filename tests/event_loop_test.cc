@@ -131,6 +131,65 @@ TEST(ContextFd, ReadableExactlyWhileSomethingIsQueued) {
   }));
 }
 
+// A wait that spins drives the engine itself and keeps its fds from the
+// engine's thread; a receive it leaves behind must still complete, and
+// make the context fd readable, for a caller that no longer spins.
+TEST(ContextFd, AReceiveLeftBehindBySpinningWaitsStillCompletes) {
+  mwtest::RedisServer redis;
+  const std::string url = redis.url();
+  mwlab::Shared<Flags> shared;
+  Flags& flags = *shared;  // [0]: rank 0 wants message n; [1]: rank 0 looked (rank 1 stays till then)
+  ASSERT_TRUE(mwtest::runRanks(2, [&](int rank) -> int {
+    // Rank 0's waits spin until their message is there (up to 1 s), and
+    // its heartbeats, whose work would wake the engine's thread, are 10 s
+    // apart.
+    mwtest::Settings settings = mwtest::kPatientSettings;
+    if (rank == 0) {
+      settings.emplace_back("spin_us", "1000000");
+      settings.emplace_back("heartbeat_interval_ms", "10000");
+    }
+    mwtest::Member m(settings);
+    MWT_REQUIRE(m.join(url, "left", rank, 2));
+    constexpr int kSpinningWaits = 3;
+    int32_t value = 0;
+    if (rank == 1) {
+      for (int n = 1; n <= kSpinningWaits + 1; ++n) {
+        MWT_REQUIRE(awaitFlag(flags[0], n));
+        value = n;
+        mw_request_t* r = nullptr;
+        MWT_CHECK(mw_send_async(m.world, &value, 1, MW_INT32, 0, &r));
+        MWT_CHECK(mwtest::waitAndFree(r));
+      }
+      // Its exit would wake rank 0's engine (a pidfd): stay.
+      MWT_REQUIRE(awaitFlag(flags[1], 1));
+      return 0;
+    }
+    int fd = -1;
+    MWT_CHECK(mw_context_fd(m.ctx, &fd));
+    mw_request_t* r = nullptr;
+    for (int n = 1; n <= kSpinningWaits; ++n) {
+      MWT_CHECK(mw_recv_async(m.world, &value, 1, MW_INT32, 1, &r));
+      flags[0] = n;
+      MWT_CHECK(mwtest::waitAndFree(r));
+      MWT_REQUIRE(value == n);
+    }
+    // No wait spins from here: the engine's own thread must see it.
+    MWT_CHECK(mw_recv_async(m.world, &value, 1, MW_INT32, 1, &r));
+    flags[0] = kSpinningWaits + 1;
+    const auto start = Clock::now();
+    const int seen = readable(fd, 20000);
+    flags[1] = 1;
+    MWT_REQUIRE(seen == 1);
+    MWT_REQUIRE(msSince(start) < 5000);
+    mw_completion_t c;
+    size_t n = 0;
+    MWT_CHECK(mw_poll(m.ctx, &c, 1, 0, &n));
+    MWT_REQUIRE(n == 1 && c.request == r && c.status == MW_OK && value == kSpinningWaits + 1);
+    mw_request_free(r);
+    return 0;
+  }));
+}
+
 TEST(ContextWake, InterruptsBlockedCallsAndIsKeptWhenNoneIsBlocked) {
   mwtest::RedisServer redis;
   const std::string url = redis.url();

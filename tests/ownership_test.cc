@@ -185,4 +185,57 @@ TEST(Ownership, WithoutAHomeThreadPostedWorkRunsOnThePoster) {
   EXPECT_FALSE(own.owned());
 }
 
+// An issuer runs its work itself when the state is free, and posts it, to
+// run after what came first, when another thread owns it.
+TEST(Ownership, RunOrPostRunsOnTheIssuerWhenFreeElsePostsInOrder) {
+  int wakes = 0;  // no home thread here: nothing takes the state by itself
+  mw::Ownership own([&] { ++wakes; });
+  std::thread::id ran_on;
+  bool owned_inside = false;
+  own.runOrPost([&] {
+    ran_on = std::this_thread::get_id();
+    owned_inside = own.owned();
+  });
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_TRUE(owned_inside);
+  EXPECT_FALSE(own.owned());
+  EXPECT_EQ(wakes, 0);
+
+  std::vector<int> order;  // the owner's
+  std::atomic<bool> taken{false}, go{false};
+  std::thread holder([&] {
+    ASSERT_TRUE(own.tryAcquire());
+    taken = true;
+    while (!go) std::this_thread::yield();
+    own.release();  // runs what was posted meanwhile
+  });
+  while (!taken) std::this_thread::yield();
+  std::thread([&] { own.post([&] { order.push_back(1); }); }).join();
+  own.runOrPost([&] { order.push_back(2); });
+  EXPECT_TRUE(order.empty());  // taken: posted, not run here
+  go = true;
+  holder.join();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  EXPECT_FALSE(own.owned());
+}
+
+// Work posted while the issuer ran its own goes to the home thread (woken),
+// not to the issuer; what the issuer's work throws is logged, and the
+// state is let go.
+TEST(Ownership, RunOrPostLeavesOthersWorkToHomeAndLetsGoWhenItThrows) {
+  std::atomic<int> wakes{0};
+  mw::Ownership own([&] { ++wakes; });
+  int ran = 0;
+  own.runOrPost([&] {
+    std::thread([&] { own.post([&] { ++ran; }); }).join();
+    throw std::runtime_error("bad value 9");
+  });
+  EXPECT_FALSE(own.owned());
+  EXPECT_EQ(ran, 0);
+  EXPECT_EQ(wakes.load(), 1);
+  ASSERT_TRUE(own.tryAcquire());
+  own.release();
+  EXPECT_EQ(ran, 1);
+}
+
 }  // namespace

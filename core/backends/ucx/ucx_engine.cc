@@ -6,8 +6,10 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <thread>
@@ -24,10 +26,12 @@ namespace {
 
 constexpr std::chrono::microseconds kFirstBackoff{20};
 constexpr std::chrono::microseconds kLastBackoff{1000};
-constexpr int kProgressRounds = 64;
 // How long the mw-ucx thread polls without UCX doing anything while
 // operations run, before it sleeps on the fds.
 constexpr std::chrono::microseconds kStallLimit{100};
+// How soon mw-ucx looks again at work an application thread left behind
+// (lookAgainSoon), at most.
+constexpr std::chrono::microseconds kLookDelay{1000};
 
 // libucs, when it loads, puts its own handlers on SIGILL, SIGSEGV, SIGBUS
 // and SIGFPE over those of the process that loads us. A JVM takes SIGSEGV
@@ -146,8 +150,9 @@ UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devi
   try {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (epoll_fd_ < 0 || wake_fd_ < 0) {
-      throw Error(Status::Internal, std::string("UCX engine: epoll/eventfd: ") + std::strerror(errno));
+    look_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (epoll_fd_ < 0 || wake_fd_ < 0 || look_fd_ < 0) {
+      throw Error(Status::Internal, std::string("UCX engine: epoll/eventfd/timerfd: ") + std::strerror(errno));
     }
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -155,6 +160,8 @@ UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devi
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, worker_fd_, &ev);
     ev.data.u64 = kWakeTag;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+    ev.data.u64 = kLookTag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, look_fd_, &ev);
     for (const std::string& device : path_devices) addPathWorker(device);
 
     SigpipeBlockedForNewThreads no_sigpipe;
@@ -162,9 +169,11 @@ UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devi
     // Named here, not by the thread itself, so that it carries its name
     // once the constructor returned.
     pthread_setname_np(thread_.native_handle(), "mw-ucx");
+    home_ = thread_.get_id();
   } catch (...) {
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
     if (wake_fd_ >= 0) ::close(wake_fd_);
+    if (look_fd_ >= 0) ::close(look_fd_);
     for (PathWorker& p : paths_) WorkerParts{p.context, p.worker, -1}.release();
     main.release();
     throw;
@@ -223,6 +232,7 @@ void UcxEngine::shutdown() {
   context_ = nullptr;
   ::close(epoll_fd_);
   ::close(wake_fd_);
+  ::close(look_fd_);
   down_ = true;
 }
 
@@ -236,12 +246,13 @@ void UcxEngine::runDeferred() {
   }
 }
 
-bool UcxEngine::progress() {
+bool UcxEngine::progress(int rounds) {
   // Bounded: under a stream of arrivals progress never runs dry, and
   // posted work, timers and other fds must get their turn.
   bool any = false;
+  need_progress_ = false;
   forEachWorker([&](ucp_worker_h w) {
-    for (int i = 0; i < kProgressRounds && ucp_worker_progress(w) != 0; ++i) any = true;
+    for (int i = 0; i < rounds && ucp_worker_progress(w) != 0; ++i) any = true;
   });
   runDeferred();
   return any;
@@ -254,36 +265,18 @@ void UcxEngine::kick() noexcept {
   (void)n;  // a full counter already means "wake up"
 }
 
-bool UcxEngine::spinUntil(const std::function<bool()>& done) {
-  if (done()) return true;
-  if (spin_.count() <= 0 || down_) return false;
-  const auto end = std::chrono::steady_clock::now() + spin_;
-  const bool nested = own_.owned();  // a callback of ours waits: we own it already
-  if (!nested) own_.want();
-  bool mine = nested;
-  bool result = false;
-  for (unsigned i = 1;; ++i) {
-    if (!mine) mine = own_.tryAcquire();
-    if (mine && !down_) turn();
-    if (done()) {
-      result = true;
-      break;
-    }
-    if ((i & 7) == 0 && std::chrono::steady_clock::now() >= end) break;
-  }
-  if (!nested) {
-    bool busy = false;
-    if (mine) {
-      do {
-        turn();
-        busy = transfers_ > 0;
-      } while (!own_.tryRelease());
-    }
-    own_.unwant();
-    // mw-ucx may sleep without a timer: it polls what this waiter leaves running.
-    if (busy && !result) kick();
-  }
-  return result;
+void UcxEngine::lookAgainSoon() noexcept {
+  if (down_) return;
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  const int64_t limit = std::chrono::nanoseconds(kLookDelay).count();
+  // Armed for half the delay or more: leave it, so that a thread that
+  // keeps coming back does not pay a system call (on a virtual machine, a
+  // timer reprogrammed through the hypervisor) each time.
+  if (look_due_.load(std::memory_order_relaxed) - now >= limit / 2) return;
+  look_due_.store(now + limit, std::memory_order_relaxed);
+  itimerspec when{};
+  when.it_value.tv_nsec = limit;
+  timerfd_settime(look_fd_, 0, &when, nullptr);
 }
 
 bool UcxEngine::waitUntil(std::chrono::steady_clock::time_point deadline, std::function<bool()> holds) {
@@ -293,9 +286,9 @@ bool UcxEngine::waitUntil(std::chrono::steady_clock::time_point deadline, std::f
   });
 }
 
-bool UcxEngine::turn() {
+bool UcxEngine::turn(int rounds) {
   own_.runPosted();
-  bool any = progress();
+  bool any = progress(rounds);
   fireTimers();
   own_.checkWaits();
   return any;
@@ -333,30 +326,41 @@ void UcxEngine::run() {
     std::chrono::steady_clock::time_point next_timer;
     handleEvents(events, n);
     bool polling;
+    bool app_drives;
     for (;;) {
       if (turn()) {
         backoff = kFirstBackoff;
         last_progress = std::chrono::steady_clock::now();
       }
-      polling = transfers_ > 0 && std::chrono::steady_clock::now() - last_progress < kStallLimit;
+      // An application thread that issued or waited lately drives the
+      // transfers itself and comes back for the next: polling beside it
+      // only takes its CPU (and its completions).
+      const auto now = std::chrono::steady_clock::now();
+      app_drives = now.time_since_epoch().count() - app_active_.load(std::memory_order_relaxed) <
+                   std::chrono::nanoseconds(kStallLimit).count();
+      polling = transfers_ > 0 && now - last_progress < kStallLimit && !app_drives;
       next_timer = timers_.next();  // turn() fired what was due
       armed = armAll();
       sends_wait = waiting_sends_ > 0;
       if (own_.tryRelease()) break;  // else work was posted meanwhile
     }
     // Busy: more came in while progressing, so only look at the other fds
-    // (a peer's death must not wait for the traffic to stop); also when a
-    // waiter takes over. Sends waiting: a short, growing timer. Else: until
-    // an event or the next timer.
+    // (a peer's death must not wait for the traffic to stop). Sends
+    // waiting: a short, growing timer, or, while the application drives
+    // them, a look once it may have gone. Else (also while a waiter drives
+    // the workers, which it keeps out of the set): until an event or the
+    // next timer.
     const auto now = std::chrono::steady_clock::now();
     auto sleep = next_timer == std::chrono::steady_clock::time_point::max()
                      ? std::chrono::nanoseconds::max()
                      : std::chrono::duration_cast<std::chrono::nanoseconds>(next_timer - now);
-    if (sends_wait || armed != UCS_OK) {
+    if (unmaskIfIdle(app_drives) || (sends_wait && app_drives)) {
+      lookAgainSoon();  // pushed on while the application keeps coming back
+    } else if (sends_wait || armed != UCS_OK) {
       sleep = std::min<std::chrono::nanoseconds>(sleep, backoff);
       backoff = std::min(backoff * 2, kLastBackoff);
     }
-    if (armed == UCS_ERR_BUSY || sleep.count() <= 0 || polling || own_.wanted()) {
+    if (armed == UCS_ERR_BUSY || sleep.count() <= 0 || polling) {
       n = epoll_wait(epoll_fd_, events, 16, 0);
     } else if (sleep == std::chrono::nanoseconds::max()) {
       n = epoll_wait(epoll_fd_, events, 16, -1);
@@ -371,9 +375,10 @@ void UcxEngine::run() {
     // on a host with fewer cores than processes).
     if (polling && n == 0) sched_yield();
     for (int i = 0; i < n; ++i) {
-      if (events[i].data.u64 == kWakeTag) {
+      const uint64_t tag = events[i].data.u64;
+      if (tag == kWakeTag || tag == kLookTag) {
         uint64_t v;
-        ssize_t got = ::read(wake_fd_, &v, sizeof v);
+        ssize_t got = ::read(tag == kWakeTag ? wake_fd_ : look_fd_, &v, sizeof v);
         (void)got;
       }
     }

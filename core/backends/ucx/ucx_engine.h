@@ -9,10 +9,12 @@
 //
 // One thread at a time owns the engine and everything made from its
 // workers (endpoints, requests, links, paths, worlds' UCX state): the
-// mw-ucx thread, or a thread in mw_wait/mw_poll that took it over for a
-// bounded spin (spin_us, the hybrid wait of MPI and UCX). Only the owner
-// calls into UCX. Other threads hand it work: post() (submit), call()
-// (create, destroy, cancel, abort) and waitUntil() (Ownership). The mw-ucx
+// mw-ucx thread, a thread in mw_wait/mw_poll that took it over for a
+// bounded spin (spin_us, the hybrid wait of MPI and UCX), or a thread that
+// issues an operation while nobody owns it (runOrPost, for as long as the
+// operation takes to start). Only the owner calls into UCX. Other threads
+// hand it work: post() and runOrPost() (submit), call() (create, destroy,
+// cancel, abort) and waitUntil() (Ownership). The mw-ucx
 // thread sleeps in epoll on the workers' event fds (ucp_worker_arm), an
 // eventfd for wake-ups, the pidfds of watched peer processes and watched
 // sockets, and takes a turn when any of them fires.
@@ -57,6 +59,13 @@ class UcxEngine : public ProgressDriver {
   bool owned() const noexcept { return own_.owned(); }
   // Hand work to the owner (see the top of this file, and Ownership).
   void post(std::function<void()> work) { own_.post(std::move(work)); }
+  // Runs `work` here when the engine is free, else posts it
+  // (Ownership::runOrPost): how an operation starts.
+  template <typename F>
+  void runOrPost(F&& work) {
+    noteApplication();
+    own_.runOrPost(std::forward<F>(work));
+  }
   template <typename F>
   auto call(F&& f) -> decltype(f()) {
     return own_.call(std::forward<F>(f));
@@ -73,25 +82,42 @@ class UcxEngine : public ProgressDriver {
   // Wakes the progress thread so it progresses and re-arms: after posting
   // work that needs progress without an incoming event to announce it.
   void kick() noexcept;
+  // Makes it look again within kLookDelay (1 ms) even if nothing else
+  // wakes it (a timerfd): after an application thread that drove the
+  // engine left work behind it, which mw-ucx takes over should that thread
+  // not come back.
+  void lookAgainSoon() noexcept;
 
-  // Owns the engine on the calling thread and drives it until `done()` or
-  // for at most the engine's spin; true when done() held. While another
-  // thread owns it, only watches done().
+  // Owns the engine on the calling thread and drives it until `done()`, or
+  // until UCX did nothing for the engine's spin (ucx_engine_spin.cc); true
+  // when done() held. While another thread owns it, only watches done().
   bool spinUntil(const std::function<bool()>& done) override;
   std::chrono::microseconds spin() const { return spin_; }
 
-  // Owner: progresses the workers until they have nothing to do (or for a
-  // bounded number of rounds) and runs deferred work; true when UCX did
-  // anything.
-  bool progress();
+  // Owner: progresses the workers until they have nothing to do (or for
+  // `rounds` calls each) and runs deferred work; true when UCX did anything.
+  bool progress(int rounds = kProgressRounds);
+
+  // Owner: an operation was posted that UCX moves on only in progress
+  // (no event of the workers' fds announces it), and whoever posted it
+  // progresses before it lets go of the engine.
+  void needProgress() { need_progress_ = true; }
+  void progressIfNeeded() {
+    if (need_progress_) {
+      need_progress_ = false;
+      progress();
+    }
+  }
 
   // Owner: a send of ours is waiting inside UCX. The worker's event fd
   // reports arrivals, but not always that a peer's queue has room
   // again or that a rendezvous may go on, so while any send waits the
   // mw-ucx thread wakes on a short, growing timer (20 us to 1 ms) as
-  // well as on events.
+  // well as on events. Posted by another thread, whose wait drives it
+  // meanwhile, the send has mw-ucx look soon, not at once (it may sleep
+  // without a timer).
   void sendWaiting() {
-    if (waiting_sends_++ == 0) kick();  // it may sleep without a timer
+    if (waiting_sends_++ == 0 && std::this_thread::get_id() != home_) lookAgainSoon();
   }
   void sendDone() { --waiting_sends_; }
 
@@ -132,9 +158,11 @@ class UcxEngine : public ProgressDriver {
   void shutdown();
 
  private:
+  static constexpr int kProgressRounds = 64;
   // epoll tags: the kind in the top byte, a pid or an FdWatchId below it.
   static constexpr uint64_t kWorkerTag = 1ull << 56;
   static constexpr uint64_t kWakeTag = 2ull << 56;
+  static constexpr uint64_t kLookTag = 5ull << 56;
   static constexpr uint64_t kPidTag = 3ull << 56;
   static constexpr uint64_t kFdTag = 4ull << 56;
 
@@ -151,7 +179,7 @@ class UcxEngine : public ProgressDriver {
   void run();
   // Owner: one turn (posted work, progress, timers, waits); true when UCX
   // did anything.
-  bool turn();
+  bool turn(int rounds = kProgressRounds);
   // Owner: what epoll reported for pidfds and watched fds.
   void handleEvents(const epoll_event* events, int n);
   void addPathWorker(const std::string& device);
@@ -165,6 +193,18 @@ class UcxEngine : public ProgressDriver {
     for (const PathWorker& p : paths_) f(p.worker);
   }
   void runDeferred();  // owner
+  // A waiter spinning on the workers keeps them out of the mw-ucx thread's
+  // epoll set: each arrival would wake that thread only for it to find the
+  // engine taken. They come back when the last waiter ran out of spin, or
+  // once no application thread came for kStallLimit (unmaskIfIdle, by
+  // mw-ucx, which lookAgainSoon() wakes); a worker with events unhandled
+  // then wakes mw-ucx at once (level-triggered).
+  void spinnerStarted();
+  void spinnerStopped(bool got_result);
+  // mw-ucx: puts the workers back unless the application drives; true
+  // when they stay out, and mw-ucx must look again (lookAgainSoon).
+  bool unmaskIfIdle(bool app_drives);
+  void maskWorkers(bool out);  // under mask_m_
   // Owner: fires due timers and what they deferred.
   void fireTimers();
   void processExited(int pid);  // owner
@@ -176,11 +216,25 @@ class UcxEngine : public ProgressDriver {
   std::vector<PathWorker> paths_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
+  int look_fd_ = -1;
+  std::atomic<int64_t> look_due_{0};  // when look_fd_ fires (steady_clock ticks)
+  std::thread::id home_;  // the mw-ucx thread's id
 
   Ownership own_;
   std::vector<std::function<void()>> deferred_;
   int waiting_sends_ = 0;
   int transfers_ = 0;
+  bool need_progress_ = false;
+  std::mutex mask_m_;
+  int spinners_ = 0;     // under mask_m_
+  bool masked_ = false;  // under mask_m_
+  // When an application thread last issued an operation or waited
+  // (steady_clock ticks): while they keep coming, the mw-ucx thread does
+  // not poll beside them.
+  std::atomic<int64_t> app_active_{0};
+  void noteApplication() noexcept {
+    app_active_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  }
   std::map<int, Watch> watches_;  // by pid
   std::map<WatchId, int> watch_pid_;
   struct FdWatch {

@@ -85,6 +85,7 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
     return;
   }
   if (world_->failover()) {
+    engine_.needProgress();
     postOnPaths(t, channel, buffer);
     return;
   }
@@ -97,6 +98,9 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
     // the callback tells the sender's size of a message that did not fit.
     param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     param.cb.recv = &UcxOp::onRecv;
+    // A message that came first may be a rendezvous, whose data only
+    // progress fetches; one still to come wakes the workers' fds.
+    if (arrived(t, channel)) engine_.needProgress();
     r = ucp_tag_recv_nbx(world_->worker(), buffer, t.bytes, world_->recvTag(t.peer, channel), ucxtag::kExact,
                          &param);
   } else {
@@ -112,6 +116,7 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
     if (!t.recv) {
       t.waiting = true;
       engine_.sendWaiting();
+      engine_.needProgress();
     }
   }
   // else the callback ran inside the call and freed the request

@@ -205,7 +205,7 @@ OpResult UcxWorld::failure() const { return world_->failure(); }
 
 void UcxWorld::submit(const OpDesc& op, const std::shared_ptr<Request>& r) {
   // The request holds the world, and with it this backend, until it ran.
-  ucx_->engine()->post([this, op, r] { begin(op, r); });
+  ucx_->engine()->runOrPost([this, op, r] { begin(op, r); });
 }
 
 void UcxWorld::begin(const OpDesc& op, const std::shared_ptr<Request>& r) {
@@ -239,10 +239,9 @@ void UcxWorld::begin(const OpDesc& op, const std::shared_ptr<Request>& r) {
     UcxOp::Entry entry(*u);
     u->start();
   }
-  // As UCX asks of whoever posts before anyone sleeps: progress until idle.
-  // A receive that matched a rendezvous already waiting only fetches its
-  // data in progress, and nothing else would wake the engine for it.
-  ucx_->engine()->progress();
+  // As UCX asks of whoever posts before anyone sleeps: progress, where the
+  // post left UCX work that no event of the workers' fds announces.
+  ucx_->engine()->progressIfNeeded();
 }
 
 void UcxWorld::armOpTimer(Clock::time_point when) {
