@@ -161,7 +161,10 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *   store_timeout_ms      one Redis round trip, default 2000
  *   spin_us               how long mw_wait and mw_poll spin, driving the
  *                         progress of UCX worlds on the calling thread,
- *                         before they sleep; 0 = never spin, default 20
+ *                         while UCX does nothing, before they sleep (a
+ *                         transfer that keeps moving is driven for up to
+ *                         1 ms, or spin_us if larger); 0 = never spin,
+ *                         default 20
  *   max_world_size        the largest size mw_world_create accepts (a larger
  *                         one is MW_ERR_INVALID_ARGUMENT before Redis is
  *                         touched), default 65536
@@ -423,8 +426,9 @@ typedef struct {
 } mw_completion_t;
 /* Fills up to `max` completions of this context's requests, each exactly
  * once; waits up to timeout_ms (0 = just look, -1 = forever) for the first
- * one. It sleeps, after at most spin_us of driving the progress of UCX
- * worlds itself. A freed request's completion is never delivered.
+ * one. It sleeps, after driving the progress of UCX worlds itself until
+ * they did nothing for spin_us (for 1 ms, or spin_us if larger, at most).
+ * A freed request's completion is never delivered.
  * Returns MW_OK with *n_out = 0 when the timeout passed with none, or when
  * mw_context_wake interrupted it. */
 MW_API mw_status_t mw_poll(mw_context_t* ctx, mw_completion_t* out, size_t max, int timeout_ms,
