@@ -159,9 +159,8 @@ void Ownership::runPosted() {
 
 bool Ownership::tryTakeIdle() {
   std::lock_guard<std::mutex> l(m_);
-  if (home_stopped_ || wanting_ > 0 || !posted_.empty() || owner_.load(std::memory_order_relaxed) != std::thread::id()) {
-    return false;
-  }
+  const bool free = owner_.load(std::memory_order_relaxed) == std::thread::id();
+  if (!free || home_stopped_ || wanting_ > 0 || !posted_.empty()) return false;
   owner_.store(std::this_thread::get_id(), std::memory_order_release);
   return true;
 }

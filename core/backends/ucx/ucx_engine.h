@@ -14,10 +14,11 @@
 // issues an operation while nobody owns it (runOrPost, for as long as the
 // operation takes to start). Only the owner calls into UCX. Other threads
 // hand it work: post() and runOrPost() (submit), call() (create, destroy,
-// cancel, abort) and waitUntil() (Ownership). The mw-ucx
-// thread sleeps in epoll on the workers' event fds (ucp_worker_arm), an
-// eventfd for wake-ups, the pidfds of watched peer processes and watched
-// sockets, and takes a turn when any of them fires.
+// cancel, abort) and waitUntil() (Ownership). The mw-ucx thread sleeps in
+// epoll on the workers' event fds (ucp_worker_arm; left out while a waiter
+// drives them), an eventfd for wake-ups, a timerfd for a later look, the
+// pidfds of watched peer processes and watched sockets, and takes a turn
+// when any of them fires.
 //
 // UCX callbacks run inside ucp_worker_progress. What they must not do there
 // (close endpoints, break worlds) they hand to defer(), which runs once the
@@ -121,9 +122,10 @@ class UcxEngine : public ProgressDriver {
   }
   void sendDone() { --waiting_sends_; }
 
-  // Owner: an operation of a world started or ended. While any runs and
-  // UCX keeps making progress, the mw-ucx thread polls instead of sleeping
-  // (until 100 us pass without progress).
+  // Owner: an operation of a world started or ended. While any runs, UCX
+  // keeps making progress and no application thread issued or waited for
+  // 100 us, the mw-ucx thread polls instead of sleeping (until 100 us pass
+  // without progress).
   void transferStarted() { ++transfers_; }
   void transferEnded() { --transfers_; }
 
