@@ -270,8 +270,7 @@ void UcxEngine::lookAgainSoon() noexcept {
   const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   const int64_t limit = std::chrono::nanoseconds(kLookDelay).count();
   // Armed for half the delay or more: leave it, so that a thread that
-  // keeps coming back does not pay a system call (on a virtual machine, a
-  // timer reprogrammed through the hypervisor) each time.
+  // keeps coming back does not reprogram the timer each time.
   if (look_due_.load(std::memory_order_relaxed) - now >= limit / 2) return;
   look_due_.store(now + limit, std::memory_order_relaxed);
   itimerspec when{};
@@ -354,7 +353,8 @@ void UcxEngine::run() {
     auto sleep = next_timer == std::chrono::steady_clock::time_point::max()
                      ? std::chrono::nanoseconds::max()
                      : std::chrono::duration_cast<std::chrono::nanoseconds>(next_timer - now);
-    if (unmaskIfIdle(app_drives) || (sends_wait && app_drives)) {
+    const bool workers_out = unmaskIfIdle(app_drives);
+    if (workers_out || (sends_wait && app_drives)) {
       lookAgainSoon();  // pushed on while the application keeps coming back
     } else if (sends_wait || armed != UCS_OK) {
       sleep = std::min<std::chrono::nanoseconds>(sleep, backoff);

@@ -104,10 +104,7 @@ class UcxEngine : public ProgressDriver {
   // progresses before it lets go of the engine.
   void needProgress() { need_progress_ = true; }
   void progressIfNeeded() {
-    if (need_progress_) {
-      need_progress_ = false;
-      progress();
-    }
+    if (need_progress_) progress();  // which clears it
   }
 
   // Owner: a send of ours is waiting inside UCX. The worker's event fd
@@ -164,9 +161,9 @@ class UcxEngine : public ProgressDriver {
   // epoll tags: the kind in the top byte, a pid or an FdWatchId below it.
   static constexpr uint64_t kWorkerTag = 1ull << 56;
   static constexpr uint64_t kWakeTag = 2ull << 56;
-  static constexpr uint64_t kLookTag = 5ull << 56;
   static constexpr uint64_t kPidTag = 3ull << 56;
   static constexpr uint64_t kFdTag = 4ull << 56;
+  static constexpr uint64_t kLookTag = 5ull << 56;
 
   struct PathWorker {
     ucp_context_h context = nullptr;
