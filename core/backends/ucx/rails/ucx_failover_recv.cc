@@ -4,13 +4,15 @@
 #include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_endpoint.h"
 
+#include <new>
+
 namespace mw {
 
-ucs_status_t UcxFailover::onData(const pathwire::Header& h, void* data, size_t length,
-                                 const ucp_am_recv_param_t& param, ucp_worker_h worker, size_t path) {
-  if (closed_ || h.from_rank >= peers_.size()) return UCS_OK;
+void UcxFailover::onData(const pathwire::Header& h, const void* data, size_t length, const ucp_am_recv_param_t& param,
+                         size_t path) {
+  if (closed_ || h.from_rank >= peers_.size()) return;
   // Only eager messages are sent; a rendezvous one is not ours to take.
-  if (param.recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) return UCS_OK;
+  if (param.recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) return;
   Peer& p = peers_[h.from_rank];
   if (path != p.arrival_path) {
     // Path i pairs with the peer's path i: when its messages leave the one
@@ -25,15 +27,16 @@ ucs_status_t UcxFailover::onData(const pathwire::Header& h, void* data, size_t l
     }
   }
   ucp_ep_h reply = (param.recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param.reply_ep : nullptr;
-  // UCX lets an arrival be held (no copy) when it says so.
-  void* lender = (param.recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) ? worker : nullptr;
-  const ReceiveOrder::Taken taken =
-      p.receiving.arrive(h.seq, h.channel, static_cast<const char*>(data), length, lender);
+  ReceiveOrder::Taken taken;
+  try {
+    taken = p.receiving.arrive(h.seq, h.channel, static_cast<const char*>(data), length);
+  } catch (const std::bad_alloc&) {
+    return;  // not acknowledged: it comes again
+  }
   if (taken != ReceiveOrder::Taken::Duplicate) p.heard = Clock::now();
   // A duplicate is a retransmission of what is here: its acknowledgement
   // was lost, so it goes again.
   acknowledge(h, reply, p);
-  return taken == ReceiveOrder::Taken::Held ? UCS_INPROGRESS : UCS_OK;
 }
 
 void UcxFailover::acknowledge(const pathwire::Header& h, ucp_ep_h reply, const Peer& p) {
@@ -44,10 +47,6 @@ void UcxFailover::acknowledge(const pathwire::Header& h, ucp_ep_h reply, const P
   ack.from_rank = static_cast<uint32_t>(rank_);
   ack.seq = p.receiving.delivered();
   sendHeader(reply, pathwire::kAck, ack, 0);
-}
-
-void UcxFailover::releaseArrival(void* worker, const char* data) {
-  ucp_am_data_release(static_cast<ucp_worker_h>(worker), const_cast<char*>(data));
 }
 
 uint64_t UcxFailover::recv(int peer, uint64_t channel, void* buffer, size_t bytes, RecvDone done) {

@@ -75,7 +75,6 @@ class UcxPathRouter {
 
   struct HandlerArg {
     UcxPathRouter* router;
-    ucp_worker_h worker;  // the path worker it serves
     size_t path;
   };
   static constexpr std::chrono::milliseconds kReachNoteEvery{10};
