@@ -1,7 +1,7 @@
 // The bytes of an arrival that waits for its receive, copied out of the
-// transport's buffer. The transport's buffer goes back at once: UCX lends
-// a 64 KiB receive segment even for a small message, and a message of
-// several segments comes in a buffer of its own from the heap.
+// transport's buffer, which goes back at once: what UCX lends is its own
+// receive descriptor, or for a message of several segments a buffer it
+// took from the heap.
 //
 // A large copy is mapped on its own and unmapped when taken. From the
 // heap, a burst of waiting arrivals (a receiver that posts late while its
