@@ -1,8 +1,6 @@
 // The reliable delivery units (core/delivery) without a transport: what a
 // lossy, reordering, duplicating path does to them, driven by hand.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <numeric>
@@ -11,7 +9,6 @@
 #include <thread>
 #include <vector>
 
-#include "core/delivery/arrival_copy.h"
 #include "core/delivery/receive_order.h"
 #include "core/delivery/send_window.h"
 
@@ -178,8 +175,9 @@ struct Received {
   }
 };
 
-ReceiveOrder::Taken arriveText(ReceiveOrder& r, uint64_t seq, uint64_t channel, const std::string& text) {
-  return r.arrive(seq, channel, text.data(), text.size());
+ReceiveOrder::Taken arriveText(ReceiveOrder& r, uint64_t seq, uint64_t channel, const std::string& text,
+                               void* lender = nullptr) {
+  return r.arrive(seq, channel, text.data(), text.size(), lender);
 }
 
 TEST(ReceiveOrder, DeliversInSequenceOrderWhateverOrderItArrivesIn) {
@@ -253,50 +251,51 @@ TEST(ReceiveOrder, CancelTakesBackOnlyAReceiveNothingMatched) {
   EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:1:m", "gone:0:"}));
 }
 
-TEST(ReceiveOrder, WhatWaitsIsACopyAndTheTransportMayReuseItsMemory) {
+// Lent memory is given back exactly once, whether a receive takes it, it
+// waits and is dropped, or it came early.
+std::vector<const char*> released;
+std::vector<size_t> released_lengths;
+void noteRelease(void* lender, const char* data, size_t length) {
+  released_lengths.push_back(length);
+  EXPECT_EQ(lender, &released);
+  released.push_back(data);
+}
+
+TEST(ReceiveOrder, LentMemoryIsHeldWithoutACopyAndGivenBackExactlyOnce) {
+  released.clear();
+  released_lengths.clear();
+  {
+    ReceiveOrder r(&noteRelease);
+    const std::string one = "one", two = "two", three = "three";
+    EXPECT_EQ(arriveText(r, 1, 1, one, &released), ReceiveOrder::Taken::Held);
+    EXPECT_EQ(arriveText(r, 3, 1, three, &released), ReceiveOrder::Taken::Held);
+    EXPECT_TRUE(released.empty());
+    Received rec;
+    std::vector<char> b(8);
+    EXPECT_EQ(r.post(1, b.data(), b.size(), rec.into(b)), 0u);
+    ASSERT_EQ(released.size(), 1u);
+    EXPECT_EQ(released[0], one.data()) << "the lent bytes themselves, not a copy";
+    // With a receive posted, an in-order arrival is copied out at once and
+    // never held.
+    r.post(1, b.data(), b.size(), rec.into(b));
+    EXPECT_EQ(arriveText(r, 2, 1, two, &released), ReceiveOrder::Taken::Copied);
+    EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:3:one", "ok:3:two"}));
+    EXPECT_TRUE(r.waiting(1)) << "three followed two";
+    EXPECT_EQ(released.size(), 1u);
+  }  // three is dropped with the order
+  ASSERT_EQ(released.size(), 2u);
+  EXPECT_EQ(released_lengths, (std::vector<size_t>{3, 5})) << "each with the length that was lent";
+}
+
+TEST(ReceiveOrder, WithoutAReleaseFunctionLentMemoryIsCopied) {
   ReceiveOrder r;
-  std::string in_order = "abc", early = "ghi";
-  EXPECT_EQ(arriveText(r, 1, 1, in_order), ReceiveOrder::Taken::Copied);
-  EXPECT_EQ(arriveText(r, 3, 1, early), ReceiveOrder::Taken::Copied);
-  in_order = "xyz";  // the transport reuses its memory
-  early = "uvw";
-  std::string large(ArrivalCopy::kMappedBytes + 1, 'l');
-  EXPECT_EQ(arriveText(r, 2, 1, large), ReceiveOrder::Taken::Copied);
-  large.assign(large.size(), 'x');
+  std::string text = "abc";
+  EXPECT_EQ(arriveText(r, 1, 1, text, &released), ReceiveOrder::Taken::Copied);
+  text = "xyz";  // the transport reuses its memory
   Received rec;
-  std::vector<char> b(4), big(ArrivalCopy::kMappedBytes + 1);
+  std::vector<char> b(4);
   r.post(1, b.data(), b.size(), rec.into(b));
-  r.post(1, big.data(), big.size(), rec.into(big));
-  EXPECT_EQ(std::count(big.begin(), big.end(), 'l'), static_cast<long>(big.size()));
-  r.post(1, b.data(), b.size(), rec.into(b));
-  ASSERT_EQ(rec.got.size(), 3u);
-  EXPECT_EQ(rec.got[0], "ok:3:abc");
-  EXPECT_EQ(rec.got[2], "ok:3:ghi");
-}
-
-// A large copy lives in a mapping of its own, gone once the copy is: so
-// the memory a burst of waiting arrivals took goes back to the system.
-bool mapped(const void* p) {
-  const uintptr_t page = reinterpret_cast<uintptr_t>(p) & ~static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE) - 1);
-  return ::msync(reinterpret_cast<void*>(page), 1, MS_ASYNC) == 0;
-}
-
-TEST(ArrivalCopy, LargeCopiesAreMappedAndUnmappedOnceTakenSmallOnesAreNot) {
-  const std::string large(ArrivalCopy::kMappedBytes, 'L'), small(ArrivalCopy::kMappedBytes - 1, 's');
-  ArrivalCopy a(large.data(), large.size());
-  ASSERT_TRUE(a.mapped());
-  EXPECT_EQ(std::string(a.data(), a.size()), large);
-  const char* where = a.data();
-  ArrivalCopy moved(std::move(a));
-  EXPECT_EQ(moved.data(), where);
-  EXPECT_EQ(a.data(), nullptr);
-  EXPECT_TRUE(mapped(where));
-  moved = ArrivalCopy(small.data(), small.size());
-  EXPECT_FALSE(moved.mapped());
-  EXPECT_EQ(std::string(moved.data(), moved.size()), small);
-  EXPECT_FALSE(mapped(where)) << "the large copy's mapping outlived it";
-  ArrivalCopy empty(nullptr, 0);
-  EXPECT_EQ(empty.size(), 0u);
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:3:abc"}));
 }
 
 TEST(ReceiveOrder, GiveUpEndsEveryPostedReceiveAndEmptyMessagesNeedNoBuffer) {
@@ -304,7 +303,7 @@ TEST(ReceiveOrder, GiveUpEndsEveryPostedReceiveAndEmptyMessagesNeedNoBuffer) {
   Received rec;
   std::vector<char> none;
   r.post(1, nullptr, 0, rec.into(none));
-  EXPECT_EQ(r.arrive(1, 1, nullptr, 0), ReceiveOrder::Taken::Copied);
+  EXPECT_EQ(r.arrive(1, 1, nullptr, 0, nullptr), ReceiveOrder::Taken::Copied);
   const uint64_t id = r.post(2, nullptr, 0, rec.into(none));
   r.post(3, nullptr, 0, rec.into(none));
   r.giveUp();
@@ -350,7 +349,7 @@ TEST(Delivery, ExactlyOnceInOrderOverALossyReorderingPath) {
         if (fate < 3) continue;  // lost
         const int copies = fate == 9 ? 2 : 1;
         for (int c = 0; c < copies; ++c) {
-          r.arrive(m->seq, m->channel, static_cast<const char*>(m->buffer), m->bytes);
+          r.arrive(m->seq, m->channel, static_cast<const char*>(m->buffer), m->bytes, nullptr);
         }
       }
       if (rng() % 3 != 0) w.acknowledge(r.delivered());  // acknowledgements get lost too

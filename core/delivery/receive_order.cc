@@ -17,23 +17,26 @@ DeliveryOutcome fits(size_t length, size_t bytes) {
 
 }  // namespace
 
-ReceiveOrder::Taken ReceiveOrder::arrive(uint64_t seq, uint64_t channel, const char* data, size_t length) {
+ReceiveOrder::Taken ReceiveOrder::arrive(uint64_t seq, uint64_t channel, const char* data, size_t length,
+                                         void* lender) {
   if (seq <= delivered_ || early_.count(seq)) return Taken::Duplicate;
   Arrival a;
   a.channel = channel;
   a.length = length;
   if (seq != delivered_ + 1) {
-    keep(a, data);
+    keep(a, data, lender);
+    const Taken taken = a.lender ? Taken::Held : Taken::Copied;
     early_.emplace(seq, std::move(a));
-    return Taken::Copied;
+    return taken;
   }
+  ++delivered_;
   auto posted = posted_.find(channel);
   if (posted != posted_.end() && !posted->second.empty()) {
     a.data = data;  // copied out at once
   } else {
-    keep(a, data);
+    keep(a, data, lender);
   }
-  ++delivered_;
+  const Taken taken = a.lender ? Taken::Held : Taken::Copied;
   next(std::move(a));
   // What came early follows, in order.
   for (auto e = early_.find(delivered_ + 1); e != early_.end(); e = early_.find(delivered_ + 1)) {
@@ -42,7 +45,7 @@ ReceiveOrder::Taken ReceiveOrder::arrive(uint64_t seq, uint64_t channel, const c
     ++delivered_;
     next(std::move(following));
   }
-  return Taken::Copied;
+  return taken;
 }
 
 void ReceiveOrder::next(Arrival a) {
@@ -56,13 +59,25 @@ void ReceiveOrder::next(Arrival a) {
   if (queue->second.empty()) posted_.erase(queue);
   channel_of_.erase(r.id);
   copyOut(r.buffer, a.data, std::min(r.bytes, a.length));
-  a.copy.reset();
+  release(a);
   r.done(fits(a.length, r.bytes), a.length);
 }
 
-void ReceiveOrder::keep(Arrival& a, const char* data) {
-  a.copy = ArrivalCopy(data, a.length);
-  a.data = a.copy.data();
+void ReceiveOrder::keep(Arrival& a, const char* data, void* lender) {
+  if (lender && release_) {
+    a.data = data;
+    a.lender = lender;
+  } else {
+    a.copy.assign(data, data + a.length);
+    a.data = a.copy.data();
+  }
+}
+
+void ReceiveOrder::release(Arrival& a) {
+  if (a.lender) release_(a.lender, a.data, a.length);
+  a.lender = nullptr;
+  a.data = nullptr;
+  a.copy.clear();
 }
 
 uint64_t ReceiveOrder::post(uint64_t channel, void* buffer, size_t bytes, Done done) {
@@ -73,7 +88,7 @@ uint64_t ReceiveOrder::post(uint64_t channel, void* buffer, size_t bytes, Done d
     if (waiting->second.empty()) waiting_.erase(waiting);
     copyOut(buffer, a.data, std::min(bytes, a.length));
     const size_t length = a.length;
-    a.copy.reset();
+    release(a);
     done(fits(length, bytes), length);
     return 0;
   }
@@ -107,7 +122,11 @@ bool ReceiveOrder::waiting(uint64_t channel) const {
 }
 
 void ReceiveOrder::dropArrivals() {
+  for (auto& [channel, queue] : waiting_) {
+    for (Arrival& a : queue) release(a);
+  }
   waiting_.clear();
+  for (auto& [seq, a] : early_) release(a);
   early_.clear();
 }
 

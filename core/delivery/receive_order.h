@@ -6,11 +6,9 @@
 //
 // Holds no transport. An arrival is whole (the transport's eager
 // protocol). Its bytes are copied at once when a receive waits for them;
-// else into an ArrivalCopy (arrival_copy.h), so that the transport's
-// buffer is free again when arrive() returns. Nothing bounds what waits:
-// a peer streams as long as this side acknowledges, as eager messages do.
-// Owned by one thread (for UCX worlds, the engine's owner); nothing here
-// locks.
+// else they are kept, either held in memory the transport lends (given
+// back through the Release function) or copied. Owned by one thread (for
+// UCX worlds, the engine's owner); nothing here locks.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +18,6 @@
 #include <map>
 #include <vector>
 
-#include "core/delivery/arrival_copy.h"
 #include "core/delivery/delivery_outcome.h"
 
 namespace mw {
@@ -30,18 +27,22 @@ class ReceiveOrder {
   // Delivered or Truncated with the sender's length, or GivenUp with 0.
   // It may post or cancel receives.
   using Done = std::function<void(DeliveryOutcome, size_t length)>;
+  // Gives back `data` (`length` bytes), lent by `lender` (see arrive()).
+  using Release = void (*)(void* lender, const char* data, size_t length);
 
-  ReceiveOrder() = default;
+  explicit ReceiveOrder(Release release = nullptr) : release_(release) {}
+  ~ReceiveOrder() { dropArrivals(); }
   ReceiveOrder(ReceiveOrder&&) = default;
   ReceiveOrder& operator=(ReceiveOrder&&) = default;
 
   enum class Taken {
     Duplicate,  // already here: only its acknowledgement was lost
     Copied,     // delivered, or copied to wait; `data` is free again
+    Held,       // waits in `data`, lent by `lender`, until released
   };
-  // Message `seq` on `channel`. Throws std::bad_alloc when no memory is
-  // left for a copy.
-  Taken arrive(uint64_t seq, uint64_t channel, const char* data, size_t length);
+  // Message `seq` on `channel`. With a `lender`, the transport lets this
+  // keep `data` until it is released; without, it is copied if it waits.
+  Taken arrive(uint64_t seq, uint64_t channel, const char* data, size_t length, void* lender);
   // Every message up to this one was delivered: what an acknowledgement
   // carries.
   uint64_t delivered() const { return delivered_; }
@@ -62,9 +63,10 @@ class ReceiveOrder {
  private:
   struct Arrival {
     uint64_t channel = 0;
-    const char* data = nullptr;  // the transport's, or copy's
+    const char* data = nullptr;
     size_t length = 0;
-    ArrivalCopy copy;
+    void* lender = nullptr;
+    std::vector<char> copy;
   };
   struct Posted {
     uint64_t id = 0;
@@ -76,8 +78,10 @@ class ReceiveOrder {
   // Delivers `a`, the next in order: to the oldest receive on its channel,
   // else it waits there.
   void next(Arrival a);
-  static void keep(Arrival& a, const char* data);
+  void keep(Arrival& a, const char* data, void* lender);
+  void release(Arrival& a);
 
+  Release release_ = nullptr;
   uint64_t delivered_ = 0;
   uint64_t next_id_ = 1;
   std::map<uint64_t, uint64_t> channel_of_;  // a posted receive's id: its channel

@@ -118,8 +118,8 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   void close();
 
   // From the router (inside UCX progress).
-  void onData(const pathwire::Header& h, const void* data, size_t length, const ucp_am_recv_param_t& param,
-              size_t path);
+  ucs_status_t onData(const pathwire::Header& h, void* data, size_t length, const ucp_am_recv_param_t& param,
+                      ucp_worker_h worker, size_t path);
   void onAck(const pathwire::Header& h, size_t path);  // it came over `path`
   void onProbe(const pathwire::Header& h, const ucp_am_recv_param_t& param);
   void onProbeAck(const pathwire::Header& h);
@@ -172,7 +172,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
     bool left = false;  // departed or gone: nothing more goes to it
     bool reported_unreachable = false;
     SendWindow sending;
-    ReceiveOrder receiving;
+    ReceiveOrder receiving{&releaseArrival};
     size_t arrival_path = 0;  // what the last message came over
     // The last new acknowledgement or message from it, over any path.
     Clock::time_point heard;
@@ -215,6 +215,8 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
 
   // Receiving (ucx_failover_recv.cc).
   void acknowledge(const pathwire::Header& h, ucp_ep_h reply, const Peer& p);
+  // Gives UCX back an arrival it let ReceiveOrder hold.
+  static void releaseArrival(void* worker, const char* data, size_t length);
 
   UcxEngine& engine_;
   UcxPathRouter& router_;

@@ -4,15 +4,62 @@
 #include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_endpoint.h"
 
-#include <new>
+#include <malloc.h>
+
+#include <atomic>
+#include <chrono>
 
 namespace mw {
 
-void UcxFailover::onData(const pathwire::Header& h, const void* data, size_t length, const ucp_am_recv_param_t& param,
-                         size_t path) {
-  if (closed_ || h.from_rank >= peers_.size()) return;
+namespace {
+
+// Arrivals wait in UCX's buffers for their receives, and nothing bounds
+// how many (a peer streams as long as this side acknowledges). A message
+// of several segments comes in a buffer UCX took from the heap. Once a
+// burst of them drained, glibc keeps the freed memory in its arena
+// (it returns only the arena's top), and the process stays as large as
+// at the burst's peak. So after a burst of kBurstBytes or more drained to
+// kDrainedBytes, the heap's free memory goes back to the system, at most
+// once per kTrimEvery.
+constexpr size_t kBurstBytes = 8 << 20;
+constexpr size_t kDrainedBytes = 1 << 20;
+constexpr std::chrono::seconds kTrimEvery{1};
+
+// For every context of the process: the heap is the process's.
+std::atomic<size_t> lent_bytes{0};
+std::atomic<size_t> lent_peak{0};  // since the last trim
+std::atomic<int64_t> last_trim_ns{0};
+
+void lent(size_t bytes) {
+  const size_t now = lent_bytes.fetch_add(bytes) + bytes;
+  size_t peak = lent_peak.load();
+  while (now > peak && !lent_peak.compare_exchange_weak(peak, now)) {
+  }
+}
+
+void returned(size_t bytes) {
+  const size_t now = lent_bytes.fetch_sub(bytes) - bytes;
+  if (now > kDrainedBytes || lent_peak.load() < kBurstBytes) return;
+  const int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now().time_since_epoch())
+                         .count();
+  int64_t last = last_trim_ns.load();
+  if (at - last < std::chrono::nanoseconds(kTrimEvery).count() || !last_trim_ns.compare_exchange_strong(last, at)) {
+    return;
+  }
+  lent_peak.store(now);
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
+}
+
+}  // namespace
+
+ucs_status_t UcxFailover::onData(const pathwire::Header& h, void* data, size_t length,
+                                 const ucp_am_recv_param_t& param, ucp_worker_h worker, size_t path) {
+  if (closed_ || h.from_rank >= peers_.size()) return UCS_OK;
   // Only eager messages are sent; a rendezvous one is not ours to take.
-  if (param.recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) return;
+  if (param.recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) return UCS_OK;
   Peer& p = peers_[h.from_rank];
   if (path != p.arrival_path) {
     // Path i pairs with the peer's path i: when its messages leave the one
@@ -27,16 +74,16 @@ void UcxFailover::onData(const pathwire::Header& h, const void* data, size_t len
     }
   }
   ucp_ep_h reply = (param.recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ? param.reply_ep : nullptr;
-  ReceiveOrder::Taken taken;
-  try {
-    taken = p.receiving.arrive(h.seq, h.channel, static_cast<const char*>(data), length);
-  } catch (const std::bad_alloc&) {
-    return;  // not acknowledged: it comes again
-  }
+  // UCX lets an arrival be held (no copy) when it says so.
+  void* lender = (param.recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) ? worker : nullptr;
+  const ReceiveOrder::Taken taken =
+      p.receiving.arrive(h.seq, h.channel, static_cast<const char*>(data), length, lender);
+  if (taken == ReceiveOrder::Taken::Held) lent(length);
   if (taken != ReceiveOrder::Taken::Duplicate) p.heard = Clock::now();
   // A duplicate is a retransmission of what is here: its acknowledgement
   // was lost, so it goes again.
   acknowledge(h, reply, p);
+  return taken == ReceiveOrder::Taken::Held ? UCS_INPROGRESS : UCS_OK;
 }
 
 void UcxFailover::acknowledge(const pathwire::Header& h, ucp_ep_h reply, const Peer& p) {
@@ -47,6 +94,11 @@ void UcxFailover::acknowledge(const pathwire::Header& h, ucp_ep_h reply, const P
   ack.from_rank = static_cast<uint32_t>(rank_);
   ack.seq = p.receiving.delivered();
   sendHeader(reply, pathwire::kAck, ack, 0);
+}
+
+void UcxFailover::releaseArrival(void* worker, const char* data, size_t length) {
+  ucp_am_data_release(static_cast<ucp_worker_h>(worker), const_cast<char*>(data));
+  returned(length);
 }
 
 uint64_t UcxFailover::recv(int peer, uint64_t channel, void* buffer, size_t bytes, RecvDone done) {

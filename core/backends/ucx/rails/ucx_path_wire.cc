@@ -17,7 +17,7 @@ UcxPathRouter::UcxPathRouter(UcxEngine& engine) {
       {pathwire::kProbeAck, &onMessage<pathwire::kProbeAck>},
   };
   for (size_t path = 0; path < engine.pathCount(); ++path) {
-    args_.push_back(std::make_unique<HandlerArg>(HandlerArg{this, path}));
+    args_.push_back(std::make_unique<HandlerArg>(HandlerArg{this, engine.pathWorker(path), path}));
     for (const auto& [id, cb] : handlers) {
       ucp_am_handler_param_t p{};
       p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -48,8 +48,7 @@ ucs_status_t UcxPathRouter::onMessage(void* arg, const void* header, size_t head
   UcxFailover& world = *it->second;
   switch (Id) {
     case pathwire::kData:
-      world.onData(h, data, length, *param, handler->path);
-      return UCS_OK;
+      return world.onData(h, data, length, *param, handler->worker, handler->path);
     case pathwire::kAck:
       world.onAck(h, handler->path);
       return UCS_OK;

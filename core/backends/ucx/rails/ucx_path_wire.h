@@ -75,6 +75,7 @@ class UcxPathRouter {
 
   struct HandlerArg {
     UcxPathRouter* router;
+    ucp_worker_h worker;  // the path worker it serves
     size_t path;
   };
   static constexpr std::chrono::milliseconds kReachNoteEvery{10};
