@@ -27,27 +27,21 @@ constexpr std::chrono::seconds kTrimEvery{1};
 
 // For every context of the process: the heap is the process's.
 std::atomic<size_t> lent_bytes{0};
-std::atomic<size_t> lent_peak{0};  // since the last trim
+std::atomic<bool> burst{false};  // kBurstBytes were lent since the last trim
 std::atomic<int64_t> last_trim_ns{0};
 
 void lent(size_t bytes) {
-  const size_t now = lent_bytes.fetch_add(bytes) + bytes;
-  size_t peak = lent_peak.load();
-  while (now > peak && !lent_peak.compare_exchange_weak(peak, now)) {
-  }
+  if (lent_bytes.fetch_add(bytes) + bytes >= kBurstBytes) burst.store(true);
 }
 
 void returned(size_t bytes) {
-  const size_t now = lent_bytes.fetch_sub(bytes) - bytes;
-  if (now > kDrainedBytes || lent_peak.load() < kBurstBytes) return;
-  const int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         std::chrono::steady_clock::now().time_since_epoch())
-                         .count();
+  if (lent_bytes.fetch_sub(bytes) - bytes > kDrainedBytes || !burst.load()) return;
+  const int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   int64_t last = last_trim_ns.load();
   if (at - last < std::chrono::nanoseconds(kTrimEvery).count() || !last_trim_ns.compare_exchange_strong(last, at)) {
     return;
   }
-  lent_peak.store(now);
+  burst.store(false);
 #ifdef __GLIBC__
   ::malloc_trim(0);
 #endif
