@@ -5,11 +5,13 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/common/error.h>
 #include <gloo/types.h>
 
 #include "core/backends/gloo/gloo_link.h"
@@ -26,7 +28,8 @@ class TcpContextOf : public gloo::rendezvous::Context {
   }
 };
 
-std::unique_ptr<mw::GlooLink> connect(gloo::rendezvous::HashStore& store, int rank) {
+std::unique_ptr<mw::GlooLink> connect(gloo::rendezvous::HashStore& store, int rank,
+                                      std::shared_ptr<gloo::transport::tcp::Context>* tcp_out = nullptr) {
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
   auto device = gloo::transport::tcp::CreateDevice(attr);
@@ -34,10 +37,25 @@ std::unique_ptr<mw::GlooLink> connect(gloo::rendezvous::HashStore& store, int ra
   ctx->setTimeout(10s);
   ctx->connectFullMesh(store, device);
   auto tcp = ctx->tcp();
+  if (tcp_out) *tcp_out = tcp;
   return std::make_unique<mw::GlooLink>(std::move(ctx), std::move(tcp), std::map<std::string, int>{});
 }
 
 mw::Deadline in(std::chrono::milliseconds d) { return mw::Clock::now() + d; }
+
+// A buffer on which the test does what Gloo's device thread does when a
+// receive finishes and its pair then fails (the peer sent its last message
+// and closed), both before the waiter wakes.
+class FinishedThenFailed : public mw::GlooBuffer {
+ public:
+  using mw::GlooBuffer::GlooBuffer;
+  void finishThenFail() {
+    std::lock_guard<std::mutex> lock(m_);
+    ++recvCompletions_;
+    ex_ = std::make_exception_ptr(gloo::IoException("Connection closed by peer"));
+    recvCv_.notify_all();
+  }
+};
 
 }  // namespace
 
@@ -80,4 +98,23 @@ TEST(GlooLink, WaitOnAnOpenReceiveFailsAfterAnAbort) {
   const auto t0 = mw::Clock::now();
   EXPECT_THROW(link->waitRecv(*a, 0, in(10s)), mw::TransportError);
   EXPECT_LT(mw::Clock::now() - t0, 5s);
+}
+
+// A receive that finished counts even when its pair failed before the wait
+// woke: a peer's graceful end (its last message, then its close) must not
+// look like a break to the side still waiting for that message.
+TEST(GlooLink, WaitOnAReceiveThatFinishedBeforeItsPairFailedSucceeds) {
+  gloo::rendezvous::HashStore store;
+  auto other = std::async(std::launch::async, [&] { return connect(store, 0); });
+  std::shared_ptr<gloo::transport::tcp::Context> tcp;
+  auto link = connect(store, 1, &tcp);
+  auto peer = other.get();
+  std::vector<char> in_buf(16);
+  FinishedThenFailed b(tcp, in_buf.data(), in_buf.size());
+  auto waiter = std::async(std::launch::async, [&] { link->waitRecv(b, 0, in(10s)); });
+  // The waiter sleeps in Gloo's wait by then; if it came later it would see
+  // the completion first and succeed either way.
+  std::this_thread::sleep_for(200ms);
+  b.finishThenFail();
+  EXPECT_NO_THROW(waiter.get());
 }

@@ -54,8 +54,14 @@ void GlooLink::wait(GlooBuffer& b, Direction dir, int peer, Deadline d) {
   try {
     done = dir == Direction::Recv ? b.waitRecv(nullptr, left) : b.waitSend(nullptr, left);
   } catch (const std::exception& e) {
-    std::lock_guard<std::mutex> lock(waits_m_);
-    waiting_.erase(&b);
+    {
+      std::lock_guard<std::mutex> lock(waits_m_);
+      waiting_.erase(&b);
+    }
+    // Gloo's wait looks at the pair's error before its own completion: a
+    // peer that sends its last message and closes (a graceful end) fails
+    // the wait that message finished, when both came before it woke.
+    if (finished(b, dir)) return;
     rethrow(e, peer);
   }
   {
@@ -77,6 +83,14 @@ void GlooLink::takeAfterAbort(GlooBuffer& b, Direction dir, int peer) {
     rethrow(e, peer);
   }
   if (!done) throw TransportError("world aborted", peer);
+}
+
+bool GlooLink::finished(GlooBuffer& b, Direction dir) {
+  try {
+    return dir == Direction::Recv ? b.takeRecv() : b.takeSend();
+  } catch (const std::exception&) {
+    return false;  // the pair's error, which the caller reports
+  }
 }
 
 void GlooLink::waitRecv(GlooBuffer& b, int peer, Deadline d) {

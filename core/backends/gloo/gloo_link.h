@@ -50,7 +50,8 @@ class GlooLink {
   void tellPeers(int blamed) noexcept { notices_.tell(blamed); }
 
   // The buffer's posted recv/send finished; throws TransportError otherwise.
-  // A transfer that finished counts even when an abort woke the wait.
+  // A transfer that finished counts even when an abort or its pair's
+  // failure woke the wait.
   void waitRecv(GlooBuffer& b, int peer, Deadline d);
   void waitSend(GlooBuffer& b, int peer, Deadline d);
 
@@ -63,6 +64,8 @@ class GlooLink {
   enum class Direction { Send, Recv };
   void wait(GlooBuffer& b, Direction dir, int peer, Deadline d);
   void takeAfterAbort(GlooBuffer& b, Direction dir, int peer);
+  // Takes the transfer if it finished, even after its pair failed.
+  static bool finished(GlooBuffer& b, Direction dir);
 
   std::shared_ptr<gloo::Context> ctx_;
   const std::shared_ptr<gloo::transport::tcp::Context> tcp_;
