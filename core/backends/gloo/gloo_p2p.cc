@@ -129,8 +129,12 @@ class GlooP2p::Inbox {
     waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), r), waiting_.end());
   }
   // Takes every header that has arrived and posts the receive its payload
-  // calls for. Throws TransportError.
-  void advance();
+  // calls for. Throws TransportError for `caller`, or for a receive ahead
+  // of it. A receive behind it that fails (its pair closed before its
+  // header came) stays waiting, and its own wait reports that: `caller`'s
+  // message is in, and a peer that ends gracefully closes right after its
+  // last message.
+  void advance(const GlooRecv* caller);
   std::mutex& mutex() { return m_; }
 
  private:
@@ -162,7 +166,7 @@ class GlooRecv : public PendingOp {
   }
 
   bool finished(OpResult& r) override {
-    inbox_->advance();
+    inbox_->advance(this);
     if (!admitted()) return false;
     if (!eager(h_.bytes)) {
       try {
@@ -177,14 +181,14 @@ class GlooRecv : public PendingOp {
   }
 
   OpResult run(Deadline d) override {
-    inbox_->advance();
+    inbox_->advance(this);
     if (!admitted()) {
       link_.waitRecv(*head_, src_, d);
       {
         std::lock_guard<std::mutex> lock(inbox_->mutex());
         head_in_ = true;
       }
-      inbox_->advance();  // admits this receive and those whose headers came along
+      inbox_->advance(this);  // admits this receive and those whose headers came along
     }
     if (!eager(h_.bytes) && !data_done_) link_.waitRecv(*data_, src_, d);
     data_done_ = true;
@@ -262,9 +266,20 @@ class GlooRecv : public PendingOp {
 
 }  // namespace
 
-void GlooP2p::Inbox::advance() {
+void GlooP2p::Inbox::advance(const GlooRecv* caller) {
   std::lock_guard<std::mutex> lock(m_);
-  while (!waiting_.empty() && waiting_.front()->admit()) waiting_.pop_front();
+  bool caller_admitted = std::find(waiting_.begin(), waiting_.end(), caller) == waiting_.end();
+  while (!waiting_.empty()) {
+    GlooRecv* r = waiting_.front();
+    try {
+      if (!r->admit()) return;
+    } catch (const TransportError&) {
+      if (caller_admitted) return;
+      throw;
+    }
+    waiting_.pop_front();
+    if (r == caller) caller_admitted = true;
+  }
 }
 
 namespace {
