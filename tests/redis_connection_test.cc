@@ -1,6 +1,7 @@
 // Runs against a real redis-server (from PATH) on a unix socket in a fresh
 // temporary directory.
 #include "core/store/redis_connection.h"
+#include "core/store/redis_pool.h"
 
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -436,6 +437,27 @@ TEST(RedisReplyHelpers, DefensiveOnOddReplies) {
   r.element = nullptr;
   EXPECT_EQ(replyString(&r), "");
   EXPECT_FALSE(replyIsError(&r));
+}
+
+// Sentinel kills the clients of an instance it reconfigures (and Redis
+// those idle past its `timeout`): a connection idle in the pool then is
+// closed, and the next lease must not hand it out.
+TEST_F(RedisConnectionTest, PoolDropsAnIdleConnectionItsServerClosed) {
+  RedisConnector connector(parseRedisUrl(server_.url()), 2s);
+  RedisPool pool(connector);
+  {
+    auto idle = pool.lease();
+    ASSERT_NE(idle->command({"PING"}), nullptr);
+  }
+  auto killer = connect(server_.url());
+  RedisReply killed = killer->command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  ASSERT_EQ(replyInteger(killed.get(), 0), 1);
+  // Redis closed it before it answered; on loopback the close is here at
+  // once, and the pause only leaves room for a loaded machine.
+  std::this_thread::sleep_for(100ms);
+  auto next = pool.lease();
+  EXPECT_NO_THROW(next->command({"PING"}));
+  EXPECT_FALSE(next->broken());
 }
 
 }  // namespace

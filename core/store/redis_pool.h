@@ -42,6 +42,12 @@ class RedisPool {
 
  private:
   void giveBack(std::unique_ptr<RedisConnection> c, uint64_t generation);
+  // Under m_: the idle connections their server closed. An idle connection
+  // has nothing to read, so a readable one was closed: Sentinel kills the
+  // clients of an instance it reconfigures, and Redis those idle past its
+  // `timeout`. They go at once, rather than failing a later lease's
+  // command and holding a descriptor until then.
+  std::vector<std::unique_ptr<RedisConnection>> takeClosed();
 
   RedisConnector& connector_;
   std::mutex m_;
