@@ -14,6 +14,7 @@
 #include "core/backends/nccl/nccl_world.h"
 #include "core/backends/nccl/nccl_plugin_loader.h"
 #include "core/error.h"
+#include "core/heap_trim.h"
 #include "core/lanes.h"
 #include "core/log.h"
 
@@ -266,6 +267,10 @@ void Context::destroyWorld(World* w) {
   // The others see their connection to us close once what we sent them
   // has arrived; Redis records that we left, so the name can form again.
   if (world->destroy()) watchdog_->recordLeft(*world);
+  // What the world's transport held is free now; without this, the
+  // process's heap would keep it resident.
+  world.reset();
+  trimHeap();
 }
 
 void Context::wake() {

@@ -4,10 +4,9 @@
 #include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_endpoint.h"
 
-#include <malloc.h>
-
 #include <atomic>
-#include <chrono>
+
+#include "core/heap_trim.h"
 
 namespace mw {
 
@@ -15,20 +14,16 @@ namespace {
 
 // Arrivals wait in UCX's buffers for their receives, and nothing bounds
 // how many (a peer streams as long as this side acknowledges). A message
-// of several segments comes in a buffer UCX took from the heap. Once a
-// burst of them drained, glibc keeps the freed memory in its arena
-// (it returns only the arena's top), and the process stays as large as
-// at the burst's peak. So after a burst of kBurstBytes or more drained to
-// kDrainedBytes, the heap's free memory goes back to the system, at most
-// once per kTrimEvery.
+// of several segments comes in a buffer UCX took from the heap, and once a
+// burst of them drained glibc keeps the freed memory (core/heap_trim.h).
+// So after a burst of kBurstBytes or more drained to kDrainedBytes, the
+// heap's free memory goes back to the system.
 constexpr size_t kBurstBytes = 8 << 20;
 constexpr size_t kDrainedBytes = 1 << 20;
-constexpr std::chrono::seconds kTrimEvery{1};
 
 // For every context of the process: the heap is the process's.
 std::atomic<size_t> lent_bytes{0};
 std::atomic<bool> burst{false};  // kBurstBytes were lent since the last trim
-std::atomic<int64_t> last_trim_ns{0};
 
 void lent(size_t bytes) {
   if (lent_bytes.fetch_add(bytes) + bytes >= kBurstBytes) burst.store(true);
@@ -36,15 +31,7 @@ void lent(size_t bytes) {
 
 void returned(size_t bytes) {
   if (lent_bytes.fetch_sub(bytes) - bytes > kDrainedBytes || !burst.load()) return;
-  const int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-  int64_t last = last_trim_ns.load();
-  if (at - last < std::chrono::nanoseconds(kTrimEvery).count() || !last_trim_ns.compare_exchange_strong(last, at)) {
-    return;
-  }
-  burst.store(false);
-#ifdef __GLIBC__
-  ::malloc_trim(0);
-#endif
+  if (trimHeap()) burst.store(false);
 }
 
 }  // namespace
