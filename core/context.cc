@@ -126,7 +126,8 @@ std::shared_ptr<ProgressDriver> Context::ucxDriver() {
 std::vector<std::shared_ptr<Request>> Context::poll(size_t max, std::chrono::milliseconds timeout) {
   if (max > 0 && timeout.count() != 0) {
     const auto start = std::chrono::steady_clock::now();
-    if (auto driver = ucxDriver()) driver->spinUntil([this] { return !cq_->empty(); });
+    const auto deadline = timeout.count() < 0 ? std::chrono::steady_clock::time_point::max() : start + timeout;
+    if (auto driver = ucxDriver()) driver->spinUntil([this] { return !cq_->empty(); }, deadline);
     if (timeout.count() > 0) {  // the spin counts against it
       const auto spun = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
       timeout = std::max(timeout - spun, std::chrono::milliseconds(0));

@@ -12,17 +12,20 @@ void Ownership::post(std::function<void()> work) {
     work();
     return;
   }
-  bool wake = false, here = false;
+  bool wake = false, wake_owner = false, here = false;
   {
     std::lock_guard<std::mutex> l(m_);
     here = home_stopped_;
     if (!here) {
       posted_.push_back(std::move(work));
-      // An owner runs it before it lets go, and a waiter that wants the
-      // state takes it soon (unwant() wakes home if it does not).
+      // An owner runs it before it lets go (one asleep once woken), and a
+      // waiter that wants the state takes it soon (unwant() wakes home if
+      // it does not).
       wake = owner_.load(std::memory_order_relaxed) == std::thread::id() && wanting_ == 0;
+      wake_owner = owner_asleep_;
     }
   }
+  if (wake_owner && wake_owner_) wake_owner_();
   if (here) {  // no home thread any more: run it here, as the owner
     acquire();
     work();
@@ -111,6 +114,17 @@ void Ownership::unwant() {
     if (wanting_ == 0 && sleepers_ > 0) home_turn_.notify_all();
   }
   if (wake) wake_();
+}
+
+bool Ownership::ownerSleeps() {
+  std::lock_guard<std::mutex> l(m_);
+  owner_asleep_ = posted_.empty();
+  return owner_asleep_;
+}
+
+void Ownership::ownerAwake() {
+  std::lock_guard<std::mutex> l(m_);
+  owner_asleep_ = false;
 }
 
 bool Ownership::wanted() const {

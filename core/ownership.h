@@ -33,8 +33,11 @@ class Ownership {
   using Clock = std::chrono::steady_clock;
 
   // `wake` tells the home thread, wherever it sleeps, that work was posted
-  // while nobody owned the state. It must not block.
-  explicit Ownership(std::function<void()> wake) : wake_(std::move(wake)) {}
+  // while nobody owned the state. `wake_owner` tells an owner that sleeps
+  // owning the state (ownerSleeps()) that work was posted. Neither may
+  // block.
+  explicit Ownership(std::function<void()> wake, std::function<void()> wake_owner = nullptr)
+      : wake_(std::move(wake)), wake_owner_(std::move(wake_owner)) {}
   Ownership(const Ownership&) = delete;
   Ownership& operator=(const Ownership&) = delete;
 
@@ -85,6 +88,14 @@ class Ownership {
   // True when a waiter wants the state: the home thread then lets go soon.
   bool wanted() const;
 
+  // The owner is about to sleep while it keeps owning the state (a waiter
+  // sleeping on the fds of what it owns): work posted from now on calls
+  // `wake_owner`. False when work is posted already: the owner runs it
+  // instead of sleeping.
+  bool ownerSleeps();
+  // The owner woke up.
+  void ownerAwake();
+
   // The owner: runs what was posted, in order.
   void runPosted();
   // The owner: finishes the waitUntil() calls whose condition holds.
@@ -117,6 +128,7 @@ class Ownership {
   static void logFailure(const char* what) noexcept;
 
   const std::function<void()> wake_;
+  const std::function<void()> wake_owner_;
   mutable std::mutex m_;
   std::condition_variable home_turn_;  // the state is free for the home thread, or it stops
   std::condition_variable finished_;   // a call() or waitUntil() finished
@@ -125,6 +137,7 @@ class Ownership {
   int wanting_ = 0;                            // under m_
   int sleepers_ = 0;                           // threads blocked in acquire*(), under m_
   bool home_stopped_ = false;                  // under m_
+  bool owner_asleep_ = false;                  // under m_
   std::vector<Wait*> waits_;                   // the owner's
 };
 

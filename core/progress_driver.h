@@ -2,6 +2,7 @@
 // spin, before it sleeps (spin_us): the hybrid wait of MPI and UCX.
 #pragma once
 
+#include <chrono>
 #include <functional>
 
 namespace mw {
@@ -9,9 +10,10 @@ namespace mw {
 class ProgressDriver {
  public:
   virtual ~ProgressDriver() = default;
-  // Drives progress on the calling thread until `done()` holds or the spin
-  // ran out; true when done() held. Never blocks.
-  virtual bool spinUntil(const std::function<bool()>& done) = 0;
+  // Drives progress on the calling thread until `done()` holds, the spin
+  // ran out or `deadline` passed; true when done() held. It may sleep on
+  // the engine's own fds for a bounded time, never past `deadline`.
+  virtual bool spinUntil(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline) = 0;
 };
 
 }  // namespace mw

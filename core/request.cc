@@ -29,8 +29,9 @@ size_t Request::receivedBytes() {
 }
 
 Status Request::wait(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;  // the spin counts against it
-  if (driver_ && timeout.count() != 0) driver_->spinUntil([this] { return finished(); });
+  const auto deadline = timeout.count() < 0 ? std::chrono::steady_clock::time_point::max()
+                                            : std::chrono::steady_clock::now() + timeout;  // the spin counts against it
+  if (driver_ && timeout.count() != 0) driver_->spinUntil([this] { return finished(); }, deadline);
   Status s;
   {
     std::unique_lock<std::mutex> lock(m_);

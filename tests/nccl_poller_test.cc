@@ -25,6 +25,7 @@ namespace mw {
 namespace {
 
 using namespace std::chrono_literals;
+constexpr auto kNoDeadline = std::chrono::steady_clock::time_point::max();
 
 // An operation as the scripted plugin sees it: the test sets its state.
 struct mwn_op_fake {
@@ -234,21 +235,21 @@ TEST_F(NcclPollerTest, AWaiterSpinsBoundedAndSeesACompletionWhileItSpins) {
   NcclPoller poller(kPlugin, 200ms);
   Owner owner;
   Issued a = issue(poller, owner);
-  EXPECT_TRUE(poller.spinUntil([] { return true; }));
+  EXPECT_TRUE(poller.spinUntil([] { return true; }, kNoDeadline));
   // Nothing finishes: the spin ends, bounded.
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_FALSE(poller.spinUntil([&] { return a.request->finished(); }));
+  EXPECT_FALSE(poller.spinUntil([&] { return a.request->finished(); }, kNoDeadline));
   EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
   // The operation finishes during a spin: the waiter sees it in that spin.
   std::thread finisher([&] {
     std::this_thread::sleep_for(20ms);
     a.op->state = MWN_OK;
   });
-  EXPECT_TRUE(poller.spinUntil([&] { return a.request->finished(); }));
+  EXPECT_TRUE(poller.spinUntil([&] { return a.request->finished(); }, kNoDeadline));
   finisher.join();
   EXPECT_EQ(a.request->test(), Status::Ok);
   NcclPoller never_spins(kPlugin, 0us);
-  EXPECT_FALSE(never_spins.spinUntil([] { return false; }));
+  EXPECT_FALSE(never_spins.spinUntil([] { return false; }, kNoDeadline));
   poller.forget(&owner);
 }
 

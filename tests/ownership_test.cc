@@ -160,6 +160,34 @@ TEST(Ownership, AWaiterGoesBeforeTheHomeThreadButNotForever) {
   home.own.unwant();
 }
 
+TEST(Ownership, AnOwnerAsleepIsWokenByWorkPostedWhileItSleeps) {
+  std::atomic<int> home_wakes{0}, owner_wakes{0};
+  mw::Ownership own([&] { ++home_wakes; }, [&] { ++owner_wakes; });
+  ASSERT_TRUE(own.tryAcquire());
+  std::atomic<int> ran{0};
+  auto postElsewhere = [&] { std::thread([&] { own.post([&] { ++ran; }); }).join(); };
+  // Awake, the owner runs what was posted in its next turn: nobody is woken.
+  postElsewhere();
+  EXPECT_EQ(owner_wakes.load(), 0);
+  // With work posted it does not sleep: it runs that first.
+  EXPECT_FALSE(own.ownerSleeps());
+  own.runPosted();
+  EXPECT_EQ(ran.load(), 1);
+  // Asleep, it is woken by what is posted, once per post.
+  ASSERT_TRUE(own.ownerSleeps());
+  postElsewhere();
+  EXPECT_EQ(owner_wakes.load(), 1);
+  own.ownerAwake();
+  own.runPosted();
+  EXPECT_EQ(ran.load(), 2);
+  // Awake again: posting wakes nobody.
+  postElsewhere();
+  EXPECT_EQ(owner_wakes.load(), 1);
+  EXPECT_EQ(home_wakes.load(), 0);
+  own.runPosted();
+  ASSERT_TRUE(own.tryRelease());
+}
+
 TEST(Ownership, WaitUntilSeesWhatTheOwnerChangedAndTimesOut) {
   Home home;
   int flag = 0;  // the owner's

@@ -45,12 +45,12 @@ NcclPoller::~NcclPoller() {
   }
 }
 
-bool NcclPoller::spinUntil(const std::function<bool()>& done) {
+bool NcclPoller::spinUntil(const std::function<bool()>& done, Clock::time_point deadline) {
   if (done()) return true;
   if (spin_.count() <= 0) return false;
   spinners_.fetch_add(1, std::memory_order_relaxed);
   cv_.notify_one();  // out of its pause
-  const auto end = Clock::now() + spin_;
+  const auto end = std::min(deadline, Clock::now() + spin_);
   bool held = false;
   for (unsigned i = 1;; ++i) {
     if (done()) {

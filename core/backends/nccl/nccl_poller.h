@@ -79,7 +79,7 @@ class NcclPoller : public ProgressDriver {
 
   // A caller waiting for a request: spins up to spin_us for `done`, while
   // the poller queries without pausing.
-  bool spinUntil(const std::function<bool()>& done) override;
+  bool spinUntil(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline) override;
 
   // Threads of this process that poll: for tests.
   static constexpr const char* kThreadName = "mw:ncclpoll";

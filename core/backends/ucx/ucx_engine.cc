@@ -142,22 +142,27 @@ WorkerParts makeWorker(const std::string& net_devices, bool path) {
 
 UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devices,
                      const std::vector<std::string>& path_devices)
-    : spin_(spin), own_([this] { kick(); }) {
+    : spin_(spin), own_([this] { kick(); }, [this] { wakeOwner(); }) {
   WorkerParts main = makeWorker(net_devices, false);
   context_ = main.context;
   worker_ = main.worker;
   worker_fd_ = main.fd;
   try {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    sleep_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    owner_wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     look_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (epoll_fd_ < 0 || wake_fd_ < 0 || look_fd_ < 0) {
+    if (epoll_fd_ < 0 || sleep_fd_ < 0 || owner_wake_fd_ < 0 || wake_fd_ < 0 || look_fd_ < 0) {
       throw Error(Status::Internal, std::string("UCX engine: epoll/eventfd/timerfd: ") + std::strerror(errno));
     }
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = kWorkerTag;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, worker_fd_, &ev);
+    epoll_ctl(sleep_fd_, EPOLL_CTL_ADD, worker_fd_, &ev);
+    ev.data.u64 = kWakeTag;
+    epoll_ctl(sleep_fd_, EPOLL_CTL_ADD, owner_wake_fd_, &ev);
     ev.data.u64 = kWakeTag;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
     ev.data.u64 = kLookTag;
@@ -171,8 +176,9 @@ UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devi
     pthread_setname_np(thread_.native_handle(), "mw-ucx");
     home_ = thread_.get_id();
   } catch (...) {
-    if (epoll_fd_ >= 0) ::close(epoll_fd_);
-    if (wake_fd_ >= 0) ::close(wake_fd_);
+    for (int fd : {epoll_fd_, sleep_fd_, owner_wake_fd_, wake_fd_}) {
+      if (fd >= 0) ::close(fd);
+    }
     if (look_fd_ >= 0) ::close(look_fd_);
     for (PathWorker& p : paths_) WorkerParts{p.context, p.worker, -1}.release();
     main.release();
@@ -186,6 +192,7 @@ void UcxEngine::addPathWorker(const std::string& device) {
   ev.events = EPOLLIN;
   ev.data.u64 = kWorkerTag;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, parts.fd, &ev);
+  epoll_ctl(sleep_fd_, EPOLL_CTL_ADD, parts.fd, &ev);
   paths_.push_back(PathWorker{parts.context, parts.worker, parts.fd});
 }
 
@@ -231,6 +238,8 @@ void UcxEngine::shutdown() {
   ucp_cleanup(context_);
   context_ = nullptr;
   ::close(epoll_fd_);
+  ::close(sleep_fd_);
+  ::close(owner_wake_fd_);
   ::close(wake_fd_);
   ::close(look_fd_);
   down_ = true;
@@ -262,6 +271,13 @@ void UcxEngine::kick() noexcept {
   if (down_) return;
   uint64_t one = 1;
   ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  (void)n;  // a full counter already means "wake up"
+}
+
+void UcxEngine::wakeOwner() noexcept {
+  if (down_) return;
+  uint64_t one = 1;
+  ssize_t n = ::write(owner_wake_fd_, &one, sizeof one);
   (void)n;  // a full counter already means "wake up"
 }
 
@@ -360,17 +376,9 @@ void UcxEngine::run() {
       sleep = std::min<std::chrono::nanoseconds>(sleep, backoff);
       backoff = std::min(backoff * 2, kLastBackoff);
     }
-    if (armed == UCS_ERR_BUSY || sleep.count() <= 0 || polling) {
-      n = epoll_wait(epoll_fd_, events, 16, 0);
-    } else if (sleep == std::chrono::nanoseconds::max()) {
-      n = epoll_wait(epoll_fd_, events, 16, -1);
-    } else {
-      const timespec ts{static_cast<time_t>(sleep.count() / 1000000000),
-                        static_cast<long>(sleep.count() % 1000000000)};
-      n = epoll_pwait2(epoll_fd_, events, 16, &ts, nullptr);
-    }
-    if (n < 0 && errno == ENOSYS) n = epoll_wait(epoll_fd_, events, 16, 1);  // before Linux 5.11
-    if (n < 0) n = 0;
+    if (armed == UCS_ERR_BUSY || sleep.count() <= 0 || polling) sleep = std::chrono::nanoseconds(0);
+    if (sleep == std::chrono::nanoseconds::max()) sleep = std::chrono::nanoseconds(-1);
+    n = waitEvents(epoll_fd_, events, 16, sleep);
     // Polling gives way to whatever else waits for this CPU (other members
     // on a host with fewer cores than processes).
     if (polling && n == 0) sched_yield();
@@ -383,6 +391,18 @@ void UcxEngine::run() {
       }
     }
   }
+}
+
+int UcxEngine::waitEvents(int fd, epoll_event* events, int max, std::chrono::nanoseconds timeout) {
+  int n;
+  if (timeout.count() <= 0) {
+    n = epoll_wait(fd, events, max, timeout.count() < 0 ? -1 : 0);
+  } else {
+    const timespec ts{static_cast<time_t>(timeout.count() / 1000000000), static_cast<long>(timeout.count() % 1000000000)};
+    n = epoll_pwait2(fd, events, max, &ts, nullptr);
+    if (n < 0 && errno == ENOSYS) n = epoll_wait(fd, events, max, 1);  // before Linux 5.11
+  }
+  return n < 0 ? 0 : n;
 }
 
 void UcxEngine::handleEvents(const epoll_event* events, int n) {

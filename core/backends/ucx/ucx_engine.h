@@ -10,7 +10,8 @@
 // One thread at a time owns the engine and everything made from its
 // workers (endpoints, requests, links, paths, worlds' UCX state): the
 // mw-ucx thread, a thread in mw_wait/mw_poll that took it over for a
-// bounded spin (spin_us, the hybrid wait of MPI and UCX), or a thread that
+// bounded spin (spin_us, the hybrid wait of MPI and UCX) and then a
+// bounded sleep on the workers' fds, or a thread that
 // issues an operation while nobody owns it (runOrPost, for as long as the
 // operation takes to start). Only the owner calls into UCX. Other threads
 // hand it work: post() and runOrPost() (submit), call() (create, destroy,
@@ -83,6 +84,8 @@ class UcxEngine : public ProgressDriver {
   // Wakes the progress thread so it progresses and re-arms: after posting
   // work that needs progress without an incoming event to announce it.
   void kick() noexcept;
+  // Wakes a waiter that sleeps owning the engine (sleepOwning).
+  void wakeOwner() noexcept;
   // Makes it look again within kLookDelay (1 ms) even if nothing else
   // wakes it (a timerfd): after an application thread that drove the
   // engine left work behind it, which mw-ucx takes over should that thread
@@ -90,9 +93,11 @@ class UcxEngine : public ProgressDriver {
   void lookAgainSoon() noexcept;
 
   // Owns the engine on the calling thread and drives it until `done()`, or
-  // until UCX did nothing for the engine's spin (ucx_engine_spin.cc); true
-  // when done() held. While another thread owns it, only watches done().
-  bool spinUntil(const std::function<bool()>& done) override;
+  // until UCX did nothing for the engine's spin; then, still owning it,
+  // sleeps on the workers' fds for up to kOwnerSleep (ucx_engine_spin.cc).
+  // True when done() held. While another thread owns it, only watches
+  // done(). Never past `deadline`.
+  bool spinUntil(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline) override;
   std::chrono::microseconds spin() const { return spin_; }
 
   // Owner: progresses the workers until they have nothing to do (or for
@@ -179,6 +184,13 @@ class UcxEngine : public ProgressDriver {
   // Owner: one turn (posted work, progress, timers, waits); true when UCX
   // did anything.
   bool turn(int rounds = kProgressRounds);
+  // A waiter that owns the engine and ran out of spin: sleeps on the
+  // workers' fds (sleep_fd_) and spins again after each wake-up, until
+  // done() or `until`; true when done() held.
+  bool sleepOwning(const std::function<bool()>& done, std::chrono::steady_clock::time_point until);
+  // epoll_pwait2 on `fd` for `timeout` (negative: no limit), falling back
+  // to epoll_wait before Linux 5.11; the number of events, 0 on an error.
+  static int waitEvents(int fd, epoll_event* events, int max, std::chrono::nanoseconds timeout);
   // Owner: what epoll reported for pidfds and watched fds.
   void handleEvents(const epoll_event* events, int n);
   void addPathWorker(const std::string& device);
@@ -214,6 +226,10 @@ class UcxEngine : public ProgressDriver {
   int worker_fd_ = -1;
   std::vector<PathWorker> paths_;
   int epoll_fd_ = -1;
+  // What a waiter that owns the engine sleeps on: the workers' fds and
+  // owner_wake_fd_, which work posted meanwhile writes to.
+  int sleep_fd_ = -1;
+  int owner_wake_fd_ = -1;
   int wake_fd_ = -1;
   int look_fd_ = -1;
   std::atomic<int64_t> look_due_{0};  // when look_fd_ fires (steady_clock ticks)

@@ -1,8 +1,12 @@
 // The hybrid wait of MPI and UCX: an application thread that waits for a
-// result of its own owns the engine and drives it for a bounded spin
-// before it sleeps, so that a message it waits for is not handed across
-// threads. See the top of ucx_engine.h.
+// result of its own owns the engine and drives it for a bounded spin,
+// then sleeps on the workers' fds, still owning it, as a raw progress loop
+// does; so a message it waits for is not handed across threads. Only
+// after kOwnerSleep does it hand the engine to mw-ucx and sleep on its
+// request. See the top of ucx_engine.h.
 #include <sys/epoll.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -13,18 +17,22 @@ namespace {
 
 // How long a waiter drives a transfer that keeps moving, at most.
 constexpr std::chrono::microseconds kSpinCap{1000};
+// How long a waiter that ran out of spin sleeps owning the engine, at
+// most: pidfds and watched sockets are served by mw-ucx alone, which waits
+// that long for the engine (as for a spinning waiter, see run()).
+constexpr std::chrono::microseconds kOwnerSleep{1000};
 
 }  // namespace
 
-bool UcxEngine::spinUntil(const std::function<bool()>& done) {
+bool UcxEngine::spinUntil(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline) {
   if (done()) return true;
   if (spin_.count() <= 0 || down_) return false;
   // The spin counts the time UCX does nothing: a transfer that keeps
   // moving (a rendezvous, a large message) is driven here, for up to
   // kSpinCap, rather than handed to mw-ucx midway.
   const auto start = std::chrono::steady_clock::now();
-  const auto cap = start + std::max<std::chrono::microseconds>(spin_, kSpinCap);
-  auto end = start + spin_;
+  const auto cap = std::min(deadline, start + std::max<std::chrono::microseconds>(spin_, kSpinCap));
+  auto end = std::min(cap, start + spin_);
   const bool nested = own_.owned();  // a callback of ours waits: we own it already
   if (!nested) {
     noteApplication();
@@ -42,6 +50,9 @@ bool UcxEngine::spinUntil(const std::function<bool()>& done) {
       break;
     }
     if ((i & 7) == 0 && std::chrono::steady_clock::now() >= end) break;
+  }
+  if (!result && mine && !nested && !down_) {
+    result = sleepOwning(done, std::min(deadline, std::chrono::steady_clock::now() + kOwnerSleep));
   }
   if (!nested) {
     bool busy = false;
@@ -63,6 +74,36 @@ bool UcxEngine::spinUntil(const std::function<bool()>& done) {
     if (busy && !result) kick();
   }
   return result;
+}
+
+bool UcxEngine::sleepOwning(const std::function<bool()>& done, std::chrono::steady_clock::time_point until) {
+  using Clock = std::chrono::steady_clock;
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= until) return false;
+    // Armed, a worker's fd reports what arrives from now on; busy, it has
+    // events waiting, and the spin below takes them. Work posted since
+    // the last turn is run by that spin, too.
+    if (armAll() == UCS_OK && own_.ownerSleeps()) {
+      epoll_event events[4];
+      // Until the next timer at most: turn() fires it.
+      const auto sleep = std::max(Clock::duration::zero(), std::min(until, timers_.next()) - now);
+      const int n = waitEvents(sleep_fd_, events, 4, sleep);
+      own_.ownerAwake();
+      for (int i = 0; i < n; ++i) {
+        if (events[i].data.u64 != kWakeTag) continue;
+        uint64_t v;
+        ssize_t got = ::read(owner_wake_fd_, &v, sizeof v);
+        (void)got;
+      }
+    }
+    auto end = std::min(until, Clock::now() + spin_);
+    for (unsigned i = 1;; ++i) {
+      if (turn(1)) end = std::min(until, Clock::now() + spin_);
+      if (done()) return true;
+      if ((i & 7) == 0 && Clock::now() >= end) break;
+    }
+  }
 }
 
 void UcxEngine::spinnerStarted() {
