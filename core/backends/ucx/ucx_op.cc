@@ -4,6 +4,7 @@
 
 #include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_tag.h"
+#include "core/backends/ucx/ucx_send_pacing.h"
 #include "core/backends/ucx/ucx_world.h"
 
 namespace mw {
@@ -105,7 +106,8 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
                          &param);
   } else {
     param.cb.send = &UcxOp::onSend;
-    r = ucp_tag_send_nbx(world_->endpoint(t.peer), buffer, t.bytes, world_->sendTag(t.peer, channel), &param);
+    r = pacedTagSend(world_->endpoint(t.peer), buffer, t.bytes, world_->sendTag(t.peer, channel), param,
+                     world_->sendPacing(t.peer), t.marker);
   }
   if (r == nullptr) {
     ended(t, UCS_OK, t.bytes);
@@ -168,6 +170,10 @@ void UcxOp::ended(UcxTransfer& t, ucs_status_t status, size_t length) {
   if (t.waiting) {
     t.waiting = false;
     engine_.sendDone();
+  }
+  if (t.marker) {
+    t.marker->markerEnded();
+    t.marker.reset();
   }
   t.in_flight = false;
   t.status = status;

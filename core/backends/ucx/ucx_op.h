@@ -18,6 +18,7 @@
 #include "core/op.h"
 #include "core/ordered_completions.h"
 #include "core/backends/ucx/ucx_engine.h"
+#include "core/backends/ucx/ucx_send_pacing.h"
 
 namespace mw {
 
@@ -34,6 +35,7 @@ struct UcxTransfer {
   bool recv = false;
   bool in_flight = false;
   bool waiting = false;  // a send UCX queued: the engine polls for it
+  std::shared_ptr<SendPacing> marker;  // a send that is its peer's marker (ucx_send_pacing.h)
   size_t bytes = 0;   // posted size
   size_t length = 0;  // a receive: the sender's size
   ucs_status_t status = UCS_OK;

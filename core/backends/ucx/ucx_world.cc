@@ -116,6 +116,7 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
       Peer& p = w->peers_[static_cast<size_t>(r)];
       const UcxPeerInfo& info = infos[static_cast<size_t>(r)];
       p.world_id = info.world_id;
+      if (r != rank) p.pacing = std::make_shared<SendPacing>();
       p.link = ucx->links().link(id, rank, info, r, !w->failover_);
       if (w->failover_) w->failover_->connect(r, info.world_id, self.paths, info.paths);
     }

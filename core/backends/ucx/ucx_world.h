@@ -23,6 +23,7 @@
 
 #include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_context.h"
+#include "core/backends/ucx/ucx_send_pacing.h"
 #include "core/deadline.h"
 #include "core/ordered_completions.h"
 #include "core/store/incarnation.h"
@@ -63,6 +64,9 @@ class UcxWorld : public WorldBackend {
   ucp_worker_h worker() { return ucx_->engine()->worker(); }
   // The endpoint and tag of a message to `peer` on `channel`.
   ucp_ep_h endpoint(int peer) const;
+  // Null for this member itself: a send to itself is received by its own
+  // caller, who may wait for the send before posting the receive.
+  const std::shared_ptr<SendPacing>& sendPacing(int peer) const { return peers_[static_cast<size_t>(peer)].pacing; }
   uint64_t sendTag(int peer, uint64_t channel) const;
   uint64_t recvTag(int peer, uint64_t channel) const;
   bool peerGone(int peer) const;  // its link failed: UCX will never finish with it
@@ -88,6 +92,7 @@ class UcxWorld : public WorldBackend {
     uint32_t world_id = 0;  // this world's id at the peer
     uint64_t listener = 0;
     bool listening = false;
+    std::shared_ptr<SendPacing> pacing;  // ucx_send_pacing.h
   };
   struct Control;
 
