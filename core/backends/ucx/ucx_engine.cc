@@ -1,5 +1,6 @@
 #include "core/backends/ucx/ucx_engine.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -66,6 +67,22 @@ bool ucxUsable() noexcept {
 
 namespace {
 
+constexpr const char* kTcpRendezvousFrom = "256k";
+
+// Whether the host has an RDMA device (InfiniBand, RoCE, iWARP): without
+// one, every network lane UCX can choose is TCP.
+bool hasRdmaDevice() {
+  static const bool has = [] {
+    DIR* d = opendir("/sys/class/infiniband");
+    if (!d) return false;
+    bool any = false;
+    while (dirent* e = readdir(d)) any = any || e->d_name[0] != '.';
+    closedir(d);
+    return any;
+  }();
+  return has;
+}
+
 // A ucp_context and its worker: the engine's main one (tag matching, every
 // device unless `net_devices` narrows them) or a path's (active messages,
 // TCP on one device).
@@ -102,6 +119,15 @@ WorkerParts makeWorker(const std::string& net_devices, bool path) {
     }
   }
   if (path && !std::getenv("UCX_TLS")) ucp_config_modify(config, "TLS", "tcp");
+  // Over TCP, UCX's automatic rendezvous threshold (about 20 KiB) makes
+  // each larger message wait a round trip before its data moves; between
+  // client-server endpoints that measured slower than eager up to 256 KiB
+  // (BENCHMARKS.md, "p2p"). The worlds pace eager sends
+  // (ucx_send_pacing.h), so a sender cannot flood its receiver. RDMA
+  // devices keep UCX's own choice.
+  if (!path && !std::getenv("UCX_RNDV_THRESH") && !hasRdmaDevice()) {
+    ucp_config_modify(config, "RNDV_THRESH", kTcpRendezvousFrom);
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
   // The main worker's endpoints name their world with an active message
