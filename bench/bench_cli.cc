@@ -4,7 +4,7 @@
 //   (p2p, poll, fanin and allreduce also take [--spin-us N])
 //   mw_bench p2p [--backend ucx|gloo] [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
 //                [--max-bytes B] [--redis URL]
-//   mw_bench faults [--backend ucx|gloo] [--trials N] [--json FILE] [--redis URL]
+//   mw_bench faults [--backend ucx|gloo] [--trials N] [--healthy-bytes B] [--json FILE] [--redis URL]
 //   mw_bench falsebreaks [--backend ucx|gloo] [--trials N] [--json FILE]
 //   (faults and falsebreaks also take [--heartbeat-interval-ms N] [--heartbeat-timeout-ms N])
 //   mw_bench allreduce [--backend ucx|gloo] [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
@@ -64,8 +64,9 @@ const char kUsage[] =
     "  --redis URL     Redis for multiworld (default: MW_REDIS_URL, else a private redis-server)\n"
     "faults and falsebreaks take --heartbeat-interval-ms N and --heartbeat-timeout-ms N: the heartbeat\n"
     "settings of every context of the run (default: the library's, 100 and 1000).\n"
-    "usage: mw_bench faults [--backend B] [--trials N] [--json FILE] [--redis URL]\n"
+    "usage: mw_bench faults [--backend B] [--trials N] [--healthy-bytes B] [--json FILE] [--redis URL]\n"
     "  --trials N      trials per fault kind (kill9, sigstop, partition) for detection latency (default 20)\n"
+    "  --healthy-bytes B  message size of the healthy-world part, a multiple of 4 (default 64K)\n"
     "  --json FILE     also write the results as JSON\n"
     "  --redis URL     Redis for multiworld (default: a private redis-server; MW_REDIS_URL is not used);\n"
     "                  with --redis the partition kind is skipped, as it needs the private one\n"
@@ -233,7 +234,8 @@ int mwbench::benchMain(int argc, char** argv) {
       known = known || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" || arg == "--max-bytes" ||
               (suite == "nccl" && arg == "--device");
     } else if (suite == "faults") {
-      known = known || arg == "--trials" || arg == "--heartbeat-interval-ms" || arg == "--heartbeat-timeout-ms";
+      known = known || arg == "--trials" || arg == "--heartbeat-interval-ms" || arg == "--heartbeat-timeout-ms" ||
+              arg == "--healthy-bytes";
     } else if (suite == "falsebreaks") {
       known = arg == "--json" || arg == "--backend" || arg == "--trials" || arg == "--heartbeat-interval-ms" ||
               arg == "--heartbeat-timeout-ms";
@@ -291,6 +293,10 @@ int mwbench::benchMain(int argc, char** argv) {
     } else if (arg == "--trials") {
       good = parseCount(value, false, &opt.trials) && opt.trials > 0 && opt.trials <= 100000;
       trials_given = true;
+    } else if (arg == "--healthy-bytes") {
+      // Checked 32-bit words.
+      good = parseCount(value, true, &opt.healthy_bytes) && opt.healthy_bytes >= 4 &&
+             opt.healthy_bytes <= (16u << 20) && opt.healthy_bytes % 4 == 0;
     } else if (arg == "--heartbeat-interval-ms" || arg == "--heartbeat-timeout-ms") {
       std::size_t ms = 0;
       good = parseCount(value, false, &ms) && ms > 0 && ms <= 3600000;

@@ -16,6 +16,7 @@ struct BenchOptions {
   std::size_t min_bytes = 64;       // --min-bytes B
   std::size_t max_bytes = 64u << 20;  // --max-bytes B; sizes go min, 4*min, ... <= max
   std::size_t trials = 20;          // --trials N (faults: per fault kind; create: creates per case)
+  std::size_t healthy_bytes = 64u << 10;  // --healthy-bytes B (faults: the healthy world's messages)
   std::size_t max_senders = 32;     // --max-senders K (fanin): largest sender count run
   int device = 0;                   // --device N (nccl): the CUDA device
   bool ucx = true;                  // --backend ucx|gloo: OURS' host backend (all but nccl)

@@ -51,6 +51,7 @@ struct Env {
   std::string mw_namespace;
   Partition* partition = nullptr;  // null: no partition
   Settings heartbeat;              // --heartbeat-interval-ms, --heartbeat-timeout-ms as given
+  std::size_t healthy_bytes = 0;   // --healthy-bytes: the healthy world's message size
 };
 
 // A context's settings for a process of the run.

@@ -60,7 +60,7 @@ void drainEvents(mw_context_t* ctx, const std::vector<std::pair<std::string, Lan
   _exit(rc);
 }
 
-int healthyX(int rep, mw_backend_t backend, const Settings& settings, HealthyBoard& b) {
+int healthyX(int rep, mw_backend_t backend, std::size_t bytes, const Settings& settings, HealthyBoard& b) {
   mw_context_t* ctx = newBenchContext(settings);
   if (!ctx) return 1;
   const std::string hname = healthyWorld("h", rep), fname = healthyWorld("f", rep);
@@ -72,8 +72,8 @@ int healthyX(int rep, mw_backend_t backend, const Settings& settings, HealthyBoa
   }
   int rc = 0;
   {
-    Lane lh(h, 1, 0, 0, kHealthyBytes, kHealthyWindow, b.xh);
-    Lane lf(f, 2, 1, 0, kHealthyBytes, kHealthyWindow, b.xf);
+    Lane lh(h, 1, 0, 0, bytes, kHealthyWindow, b.xh);
+    Lane lf(f, 2, 1, 0, bytes, kHealthyWindow, b.xf);
     lh.start();
     lf.start();
     b.ready_x.store(1);
@@ -116,7 +116,7 @@ int healthyX(int rep, mw_backend_t backend, const Settings& settings, HealthyBoa
 
 // Y (world h) or Z (world f): rank 1 of one world, streaming until stopped
 // (or, for Z, killed).
-int healthyPeer(const char* who, const std::string& name, int world_id, mw_backend_t backend,
+int healthyPeer(const char* who, const std::string& name, int world_id, mw_backend_t backend, std::size_t bytes,
                 const Settings& settings, LaneStats& stats, std::atomic<int>& ready, const std::atomic<int>& stop) {
   mw_context_t* ctx = newBenchContext(settings);
   if (!ctx) return 1;
@@ -127,7 +127,7 @@ int healthyPeer(const char* who, const std::string& name, int world_id, mw_backe
   }
   int rc = 0;
   {
-    Lane lane(w, 1, world_id, 1, kHealthyBytes, kHealthyWindow, stats);
+    Lane lane(w, 1, world_id, 1, bytes, kHealthyWindow, stats);
     lane.start();
     ready.store(1);
     mw_completion_t done[64];
@@ -151,9 +151,9 @@ Rep runHealthyRep(int rep, const Env& env) {
   const std::string what = "healthy rep " + std::to_string(rep + 1);
   mwlab::Shared<HealthyBoard> b;
   const mw_backend_t backend = env.backend;
-  Child x("X", [&] { return healthyX(rep, backend, settings, *b); });
+  Child x("X", [&] { return healthyX(rep, backend, env.healthy_bytes, settings, *b); });
   auto peer = [&](const char* who, const char* world, int id, LaneStats& stats, std::atomic<int>& ready) {
-    return healthyPeer(who, healthyWorld(world, rep), id, backend, settings, stats, ready, b->stop);
+    return healthyPeer(who, healthyWorld(world, rep), id, backend, env.healthy_bytes, settings, stats, ready, b->stop);
   };
   Child y("Y", [&] { return peer("Y", "h", 0, b->yh, b->ready_y); });
   Child z("Z", [&] { return peer("Z", "f", 1, b->zf, b->ready_z); });

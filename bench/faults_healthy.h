@@ -12,7 +12,7 @@
 namespace mwbench {
 namespace faults {
 
-constexpr std::size_t kHealthyBytes = 64 << 10;
+constexpr std::size_t kHealthyBytes = 64 << 10;  // default of --healthy-bytes
 constexpr std::size_t kHealthyWindow = 8;
 constexpr int kHealthyReps = 5;
 

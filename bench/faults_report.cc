@@ -106,10 +106,10 @@ void printKind(const KindResult& r) {
   std::fflush(stdout);
 }
 
-void printHealthyHeader() {
+void printHealthyHeader(std::size_t bytes) {
   std::printf("#\n# 2. healthy world during a failure: process X in h = {X, Y} and f = {X, Z}, all streaming checked "
-              "%zu KiB messages (%zu sends + %zu recvs outstanding per side and world)\n",
-              kHealthyBytes >> 10, kHealthyWindow, kHealthyWindow);
+              "%zu-byte messages (%zu sends + %zu recvs outstanding per side and world)\n",
+              bytes, kHealthyWindow, kHealthyWindow);
   std::printf("#    msgs/s = messages X received on h per second; before = the 2 s before kill -9 Z; during = the "
               "2 s from the kill (X sees f break and calls mw_world_destroy(f) on the thread that drives h); "
               "f_detect = kill -> X's first sign; f_destroy = duration of that mw_world_destroy (\"hung\": not "
@@ -131,11 +131,11 @@ void printRep(int n, const Rep& r) {
   std::fflush(stdout);
 }
 
-void printHealthySummary(const std::vector<Rep>& reps) {
+void printHealthySummary(const std::vector<Rep>& reps, std::size_t bytes) {
   const HealthySummary s = summarize(reps);
   std::printf("healthy_ratio: before %.0f msgs/s, during %.0f msgs/s (medians of %zu), ratio median %.3f, min %.3f "
               "(%.1f MB/s before); destroy hung in %d of %zu reps\n",
-              s.before, s.during, reps.size(), s.ratio, s.ratio_min, s.before * kHealthyBytes / 1e6, s.hung,
+              s.before, s.during, reps.size(), s.ratio, s.ratio_min, s.before * static_cast<double>(bytes) / 1e6, s.hung,
               reps.size());
   std::fflush(stdout);
 }
@@ -182,7 +182,7 @@ bool writeJson(const std::string& path, const BenchOptions& opt, const std::stri
                "\"during_msgs_per_s\": %s, \"ratio_median\": %s, \"ratio_min\": %s, \"message_bytes\": %zu, "
                "\"destroy_hangs\": %d}",
                sep, reps.size(), jsonNumber(s.before).c_str(), jsonNumber(s.during).c_str(),
-               jsonNumber(s.ratio).c_str(), jsonNumber(s.ratio_min).c_str(), kHealthyBytes, s.hung);
+               jsonNumber(s.ratio).c_str(), jsonNumber(s.ratio_min).c_str(), opt.healthy_bytes, s.hung);
   std::fprintf(f, "\n]}\n");
   bool ok = std::fflush(f) == 0 && !std::ferror(f);
   ok = std::fclose(f) == 0 && ok;

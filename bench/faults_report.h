@@ -18,10 +18,10 @@ namespace faults {
 void printDetectHeader(const BenchOptions& opt, const std::string& machine, const Partition* partition);
 void printKind(const KindResult& r);
 // How part 2 measures, then its table header.
-void printHealthyHeader();
+void printHealthyHeader(std::size_t bytes);
 // Rep n (1-based).
 void printRep(int n, const Rep& r);
-void printHealthySummary(const std::vector<Rep>& reps);
+void printHealthySummary(const std::vector<Rep>& reps, std::size_t bytes);
 
 bool writeJson(const std::string& path, const BenchOptions& opt, const std::string& machine,
                const std::vector<KindResult>& kinds, const std::vector<Rep>& reps);

@@ -41,6 +41,7 @@ int runFaultsSuite(const BenchOptions& opt) {
     env.backend = common::backendOf(opt);
     env.mw_namespace = "mwbench-faults." + std::to_string(getpid());
     env.heartbeat = common::heartbeatSettings(opt);
+    env.healthy_bytes = opt.healthy_bytes;
 
     std::unique_ptr<Partition> partition;
     std::string partition_skip;
@@ -83,12 +84,12 @@ int runFaultsSuite(const BenchOptions& opt) {
       printKind(kinds.back());
     }
 
-    printHealthyHeader();
+    printHealthyHeader(env.healthy_bytes);
     for (int rep = 0; rep < kHealthyReps; ++rep) {
       reps.push_back(runHealthyRep(rep, env));
       printRep(rep + 1, reps.back());
     }
-    printHealthySummary(reps);
+    printHealthySummary(reps, env.healthy_bytes);
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "mw_bench faults: %s\nmw_bench faults: FAILED\n", e.what());
