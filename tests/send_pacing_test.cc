@@ -15,10 +15,10 @@
 
 namespace {
 
-constexpr int kMessages = 100;
+constexpr int kMessages = 200;
 constexpr int kWords = 16;  // 64 bytes: an eager message
 // SendPacing::kMaxMarkers * kEvery, and the marker itself.
-constexpr int kMostAhead = 2 * 16 + 1;
+constexpr int kMostAhead = 2 * 64 + 1;
 
 TEST(SendPacing, ASenderGetsOnlyBoundedlyAheadOfAReceiverThatTakesNothing) {
   if (mwtest::hostBackend() != MW_BACKEND_UCX) {

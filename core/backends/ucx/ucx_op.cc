@@ -4,7 +4,6 @@
 
 #include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_tag.h"
-#include "core/backends/ucx/ucx_send_pacing.h"
 #include "core/backends/ucx/ucx_world.h"
 
 namespace mw {
