@@ -1,6 +1,8 @@
 // Flow control of the UCX backend (core/backends/ucx/ucx_send_pacing.h): a
 // sender whose receiver posts nothing gets only a bounded number of sends
-// ahead, and everything arrives, in order, once the receiver takes it.
+// ahead, and everything arrives, in order, once the receiver takes it; a
+// send that waits for its match never holds up a program that sends and
+// then receives on both sides.
 #include <gtest/gtest.h>
 #include <multiworld/multiworld.h>
 #include <unistd.h>
@@ -72,6 +74,32 @@ TEST(SendPacing, ASenderGetsOnlyBoundedlyAheadOfAReceiverThatTakesNothing) {
   close(ready[0]);
   close(ready[1]);
   EXPECT_TRUE(ok);
+}
+
+// Both ranks send and then receive, waiting for each in turn: a marker the
+// caller waited for would hold both in their sends once their runs ended
+// together (as UCX's rendezvous would for large messages).
+TEST(SendPacing, SmallSendsThenReceivesOnBothSidesNeverWait) {
+  if (mwtest::hostBackend() != MW_BACKEND_UCX) {
+    GTEST_SKIP() << "on Gloo every send waits for its receive: both ranks would wait in their first send";
+  }
+  mwtest::RedisServer redis;
+  const std::string url = redis.url();
+  EXPECT_TRUE(mwtest::runRanks(2, [&](int rank) -> int {
+    mwtest::Member m;
+    MWT_REQUIRE(m.join(url, "exchange", rank, 2));
+    int32_t out[kWords], in[kWords];
+    for (int i = 0; i < 4 * 64 + 10; ++i) {
+      for (int32_t& w : out) w = i * 2 + rank;
+      mw_request_t* r = nullptr;
+      MWT_CHECK(mw_send_async(m.world, out, kWords, MW_INT32, 1 - rank, &r));
+      MWT_CHECK(mwtest::waitAndFree(r, 10000));
+      MWT_CHECK(mw_recv_async(m.world, in, kWords, MW_INT32, 1 - rank, &r));
+      MWT_CHECK(mwtest::waitAndFree(r, 10000));
+      for (int32_t w : in) MWT_REQUIRE(w == i * 2 + 1 - rank);
+    }
+    return 0;
+  }));
 }
 
 }  // namespace

@@ -9,13 +9,19 @@
 // (Rendezvous messages wait for their receive anyway.)
 //
 // So the send that ends a run of kEvery sends or kEveryBytes bytes to a
-// peer is a synchronous one (ucp_tag_send_sync_nbx), which completes once
-// the receiver matched it: a marker. While kMaxMarkers markers are
-// unmatched every send is one. A sender that waits for its sends before it
-// posts more (a window of W) is then at most about kMaxMarkers runs and W
-// messages ahead of its receiver. Only markers pay the match's round
-// trip: an acknowledgement on every message would cost each small message
-// a second send, which on TCP is most of its latency.
+// peer goes as a synchronous one (ucp_tag_send_sync_nbx), which completes
+// once the receiver matched it: a marker. Below kCopyBelow bytes the
+// marker is a copy, and the caller's send completes at once, as an eager
+// one does: a program that sends and then receives, on both sides (unsafe
+// in MPI's terms, but it works for small messages there too), never waits
+// for a marker. From kCopyBelow on the caller's send is the marker; UCX's
+// own rendezvous made such sends wait for their receiver before. While
+// kMaxMarkers markers are unmatched every send is a marker the caller waits
+// for. A sender that waits for its sends before it posts more (a window of
+// W) is then at most about kMaxMarkers runs and W messages ahead of its
+// receiver. Only markers pay the match's round trip: an acknowledgement on
+// every message would cost each small message a second send, which on TCP
+// is most of its latency.
 //
 // Owned by the engine's owner, like every UCX call; shared by the world's
 // peer record and the markers in flight, which may outlive it.
@@ -33,10 +39,15 @@ class SendPacing {
   static constexpr int kEvery = 64;
   static constexpr size_t kEveryBytes = 1 << 20;
   static constexpr int kMaxMarkers = 2;
+  static constexpr size_t kCopyBelow = 32 << 10;
 
-  // Whether the next send, of `bytes`, is a marker; a marker's end
-  // (whatever its status) must be reported through markerEnded().
-  bool nextIsMarker(size_t bytes);
+  enum class Send {
+    Plain,
+    Marker,        // the caller's send; its end goes to markerEnded()
+    CopiedMarker,  // a copy's; the caller's send completes at once
+  };
+  // How the next send, of `bytes`, goes.
+  Send next(size_t bytes);
   void markerEnded() { --unmatched_markers_; }
   int unmatchedMarkers() const { return unmatched_markers_; }
 
@@ -46,9 +57,10 @@ class SendPacing {
   int unmatched_markers_ = 0;
 };
 
-// Sends `bytes` of `buffer` with `tag` on `ep` as ucp_tag_send_nbx does,
-// or as a marker when `pacing` (null: never) says so: then `marker` is set
-// to `pacing`, for the caller to report the send's end.
+// Sends `bytes` of `buffer` with `tag` on `ep` as ucp_tag_send_nbx does
+// (nullptr: the caller's send completed), paced by `pacing` (null: not
+// paced). When the caller's send is a marker, `marker` is set to `pacing`,
+// for the caller to report the send's end.
 void* pacedTagSend(ucp_ep_h ep, const void* buffer, size_t bytes, ucp_tag_t tag, const ucp_request_param_t& param,
                    const std::shared_ptr<SendPacing>& pacing, std::shared_ptr<SendPacing>& marker);
 
