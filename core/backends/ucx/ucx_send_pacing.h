@@ -49,7 +49,6 @@ class SendPacing {
   // How the next send, of `bytes`, goes.
   Send next(size_t bytes);
   void markerEnded() { --unmatched_markers_; }
-  int unmatchedMarkers() const { return unmatched_markers_; }
 
  private:
   int since_marker_ = 0;
