@@ -89,11 +89,7 @@ std::vector<std::string> parseAddressList(const std::string& key, const std::str
 
 bool parseSameHostPath(const std::string& what, const std::string& value) {
   if (value == "off") return false;
-  if (value == "auto") {
-    throw Error(Status::InvalidArgument,
-                what + ": 'auto' cannot be honoured: this library has no same-host path yet (members on one host "
-                       "use TCP, as 'off' says)");
-  }
+  if (value == "auto") return true;
   throw Error(Status::InvalidArgument, what + ": '" + value + "' must be auto or off");
 }
 
@@ -114,7 +110,7 @@ const std::vector<std::string>& Config::keys() {
       "redis_url",     "namespace",    "heartbeat_interval_ms", "heartbeat_timeout_ms",
       "op_timeout_ms", "bind_address", "log_level",             "store_timeout_ms",
       "spin_us",       "max_world_size", "data_addresses",        "path_timeout_ms",
-      "path_failover", "same_host_path"};
+      "path_failover", "same_host_path", "same_host_min_bytes"};
   return k;
 }
 
@@ -160,6 +156,8 @@ void Config::set(const std::string& key, const std::string& value) {
     path_failover = value == "on";
   } else if (key == "same_host_path") {
     same_host_path = parseSameHostPath("config same_host_path", value);
+  } else if (key == "same_host_min_bytes") {
+    same_host_min_bytes = static_cast<size_t>(parseInteger(key, value, 1, 1ll << 40));
   } else if (key == "log_level") {
     log_level = parseLogLevel(value);
   } else if (key == "store_timeout_ms") {

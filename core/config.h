@@ -27,10 +27,12 @@ struct Config {
   // Off: one path carries a world's data even where several are published
   // (no acknowledgements, no failover).
   bool path_failover = true;
-  // Whether members on one host may talk over a path of their own (auto)
-  // or keep to TCP, the path every cross-host pair takes (off). Only off
-  // exists yet: auto is refused, as a world's MW_SAME_HOST_PATH_AUTO is.
-  bool same_host_path = false;
+  // Whether members on one host may talk over a path of their own (auto:
+  // messages of same_host_min_bytes and more by cross-memory attach,
+  // core/same_host/cma.h) or keep to TCP, the path every cross-host pair
+  // takes (off). A context with two or more data addresses never takes it.
+  bool same_host_path = true;
+  size_t same_host_min_bytes = 64 << 10;
   LogLevel log_level = LogLevel::Warn;
   std::chrono::milliseconds store_timeout{2000};
   // How long a wait that drives the progress engine itself spins before it

@@ -244,12 +244,14 @@ std::unique_ptr<WorldBackend> Context::connectBackend(const Incarnation& inc,
                                                       Deadline deadline) {
   const int rank = spec.rank;
   if (spec.backend == Backend::Ucx) {
-    return UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), settings.path_failover, deadline);
+    return UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), settings, deadline);
   }
   if (spec.backend == Backend::Nccl) {
     // The UCX world carries no data: it is the members' liveness link.
+    WorldSettings control_settings = settings;
+    control_settings.same_host_path = false;
     std::unique_ptr<UcxWorld> control =
-        UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), settings.path_failover, deadline);
+        UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), control_settings, deadline);
     return NcclWorld::connect(ncclThreads(), std::move(control), pool_, inc, rank, spec.device, deadline);
   }
   return std::make_unique<LaneBackend>(GlooCommunicator::connect(gloo_device_, pool_, inc, rank, inc.size(), deadline));

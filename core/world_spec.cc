@@ -53,12 +53,9 @@ WorldSettings resolveSettings(const WorldSpec& spec, const Config& cfg) {
       s.path_failover = true;
       break;
   }
-  // Only what the library does today can be honoured: nothing moves
-  // between members on one host other than over the network paths.
-  if (spec.same_host_path == SameHostPath::Auto) {
-    throw Error(Status::InvalidArgument,
-                "same_host_path MW_SAME_HOST_PATH_AUTO (1) cannot be honoured: this library has no same-host path");
-  }
+  s.same_host_path = spec.same_host_path == SameHostPath::Default ? cfg.same_host_path
+                                                                  : spec.same_host_path == SameHostPath::Auto;
+  s.same_host_min_bytes = cfg.same_host_min_bytes;
   return s;
 }
 

@@ -39,11 +39,13 @@ SameHostPath sameHostPathFrom(int v);
 struct WorldSettings {
   std::chrono::milliseconds op_timeout{0};  // 0: no limit
   bool path_failover = true;
+  bool same_host_path = true;
+  size_t same_host_min_bytes = 64 << 10;
 };
 
 // Throws Error(InvalidArgument) naming a value this build cannot honour:
 // an op_timeout_ms below -1, path failover on where the context has it off
-// or the backend has no paths (Gloo), a same-host path (none exists yet).
+// or the backend has no paths (Gloo).
 WorldSettings resolveSettings(const WorldSpec& spec, const Config& cfg);
 
 }  // namespace mw

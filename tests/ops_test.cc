@@ -654,8 +654,11 @@ class Runner {
 
 // Every collective x dtype x op x count x root x in-place, plus p2p between
 // every pair, on one world.
-int collectivesWorker(const std::string& url, int rank, int size, std::atomic<int>* arrived) {
-  mwtest::Member m(mwtest::kPatientSettings, kCreateTimeoutMs);
+int collectivesWorker(const std::string& url, int rank, int size, std::atomic<int>* arrived,
+                      const mwtest::Settings& extra = {}) {
+  mwtest::Settings settings = mwtest::kPatientSettings;
+  settings.insert(settings.end(), extra.begin(), extra.end());
+  mwtest::Member m(settings, kCreateTimeoutMs);
   MWT_REQUIRE(m.join(url, "ops", rank, size));
   MWT_REQUIRE(mw_world_rank(m.world) == rank);
   MWT_REQUIRE(mw_world_size(m.world) == size);
@@ -1191,6 +1194,35 @@ TEST(Ops, EveryCollectiveDtypeAndOpOnFiveRanks) {
   mwlab::Shared<std::atomic<int>> arrived;
   EXPECT_TRUE(mwtest::runRanks(
       5, [&](int rank) { return collectivesWorker(redis.url(), rank, 5, arrived.get()); }, kGroupTimeout));
+}
+
+// The same, every message of one byte or more lent over the same-host
+// path (UCX: core/backends/ucx/ucx_same_host.h), descriptors smaller than
+// the receive included.
+const mwtest::Settings kEverythingLent = {{"same_host_path", "auto"}, {"same_host_min_bytes", "1"}};
+
+TEST(Ops, EveryCollectiveDtypeAndOpOverTheSameHostPathOnTwoRanks) {
+  mwtest::RedisServer redis;
+  mwlab::Shared<std::atomic<int>> arrived;
+  EXPECT_TRUE(mwtest::runRanks(
+      2, [&](int rank) { return collectivesWorker(redis.url(), rank, 2, arrived.get(), kEverythingLent); },
+      kGroupTimeout));
+}
+
+TEST(Ops, EveryCollectiveDtypeAndOpOverTheSameHostPathOnThreeRanks) {
+  mwtest::RedisServer redis;
+  mwlab::Shared<std::atomic<int>> arrived;
+  EXPECT_TRUE(mwtest::runRanks(
+      3, [&](int rank) { return collectivesWorker(redis.url(), rank, 3, arrived.get(), kEverythingLent); },
+      kGroupTimeout));
+}
+
+TEST(Ops, EveryCollectiveDtypeAndOpOverTheSameHostPathOnFiveRanks) {
+  mwtest::RedisServer redis;
+  mwlab::Shared<std::atomic<int>> arrived;
+  EXPECT_TRUE(mwtest::runRanks(
+      5, [&](int rank) { return collectivesWorker(redis.url(), rank, 5, arrived.get(), kEverythingLent); },
+      kGroupTimeout));
 }
 
 TEST(Ops, PointToPointIsFifo) {

@@ -168,10 +168,16 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *   max_world_size        the largest size mw_world_create accepts (a larger
  *                         one is MW_ERR_INVALID_ARGUMENT before Redis is
  *                         touched), default 65536
- *   same_host_path        auto or off: whether members on one host may take
- *                         a path of their own instead of TCP; only off
- *                         exists yet (auto is refused); default: env
- *                         MW_SAME_HOST_PATH, else off
+ *   same_host_path        auto or off: whether members on one host (one
+ *                         boot, pid and network namespace) move messages
+ *                         of same_host_min_bytes and more by cross-memory
+ *                         attach (process_vm_readv, one copy) instead of
+ *                         TCP; a pair the kernel refuses it stays on TCP
+ *                         and says so in the log and `multiworld status`;
+ *                         never taken by a context with two or more data
+ *                         addresses; default: env MW_SAME_HOST_PATH, else
+ *                         auto
+ *   same_host_min_bytes   the smallest message that takes it, default 65536
  * Unknown key or unparsable value -> MW_ERR_INVALID_ARGUMENT.
  */
 MW_API mw_status_t mw_config_new(mw_config_t** out) MW_NOEXCEPT;
@@ -246,11 +252,11 @@ typedef enum {
   MW_PATH_FAILOVER_OFF = 2
 } mw_path_failover_t;
 
-/* The same-host path (members on one host moving data through memory rather
- * than the network) is reserved: this library has none, so DEFAULT and OFF
- * are accepted and mean the network paths, and AUTO is refused with
- * MW_ERR_INVALID_ARGUMENT. A library that has the path takes AUTO, and
- * DEFAULT then follows the context's setting. */
+/* The same-host path (members on one host moving large messages through
+ * memory rather than the network; see same_host_path in mw_config_set).
+ * DEFAULT follows the context's same_host_path, AUTO takes it where it can,
+ * OFF keeps this world's members on the network paths. As with path
+ * failover, a pair takes it only where both members ask for it. */
 typedef enum {
   MW_SAME_HOST_PATH_DEFAULT = 0,
   MW_SAME_HOST_PATH_AUTO = 1,

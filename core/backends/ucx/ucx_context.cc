@@ -83,13 +83,38 @@ std::string downEntry(const std::string& world, int peer, const std::string& pee
 }  // namespace
 
 std::string UcxContext::pathsReport() const {
-  if (!has_paths_) return {};
-  std::string out;
-  for (const auto& ip : paths_) out += (out.empty() ? "" : " ") + ip;
   std::lock_guard<std::mutex> lock(report_m_);
-  std::string down;
-  for (const auto& d : down_) down += (down.empty() ? "" : ", ") + d;
-  return down.empty() ? out : out + "; down: " + down;
+  std::string out;
+  if (has_paths_) {
+    for (const auto& ip : paths_) out += (out.empty() ? "" : " ") + ip;
+    std::string down;
+    for (const auto& d : down_) down += (down.empty() ? "" : ", ") + d;
+    if (!down.empty()) out += "; down: " + down;
+  }
+  std::string lent, refused;
+  for (const auto& [pair, why] : same_host_) {
+    const std::string who = "world " + pair.first + " rank " + std::to_string(pair.second);
+    if (why.empty()) {
+      lent += (lent.empty() ? "" : ", ") + who;
+    } else {
+      refused += (refused.empty() ? "" : ", ") + who + " (" + why + ")";
+    }
+  }
+  if (!lent.empty()) out += (out.empty() ? "" : "; ") + std::string("same-host: ") + lent;
+  if (!refused.empty()) out += (out.empty() ? "" : "; ") + std::string("same-host refused, tcp: ") + refused;
+  return out;
+}
+
+void UcxContext::noteSameHost(const std::string& world, int peer, bool lent, const std::string& why) {
+  std::lock_guard<std::mutex> lock(report_m_);
+  same_host_[{world, peer}] = lent ? std::string() : why;
+}
+
+void UcxContext::forgetSameHost(const std::string& world) {
+  std::lock_guard<std::mutex> lock(report_m_);
+  for (auto it = same_host_.begin(); it != same_host_.end();) {
+    it = it->first.first == world ? same_host_.erase(it) : std::next(it);
+  }
 }
 
 void UcxContext::notePath(const std::string& world, int peer, const std::string& peer_ip, bool up) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,6 +47,10 @@ class UcxContext {
   std::string pathsReport() const;
   void notePath(const std::string& world, int peer, const std::string& peer_ip, bool up);
   void forgetPaths(const std::string& world);
+  // The same-host path of a pair, for the same report (any thread):
+  // "same-host: world w rank 1; tcp: world w rank 2 (why)".
+  void noteSameHost(const std::string& world, int peer, bool lent, const std::string& why);
+  void forgetSameHost(const std::string& world);
 
   // path_timeout_ms and heartbeat_timeout_ms (rails/ucx_failover.h).
   std::chrono::milliseconds pathTimeout() const { return path_timeout_; }
@@ -83,6 +88,7 @@ class UcxContext {
   bool has_paths_ = false;  // set before any other thread sees this
   mutable std::mutex report_m_;
   std::set<std::string> down_;  // "<peer ip> (world <name> rank <r>)"
+  std::map<std::pair<std::string, int>, std::string> same_host_;  // (world, peer) -> "" (lent) or why not
   std::set<uint32_t> in_use_;
   uint32_t next_id_ = 1;
   std::vector<std::unique_ptr<UcxOp>> orphans_;

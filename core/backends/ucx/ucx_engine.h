@@ -142,6 +142,9 @@ class UcxEngine : public ProgressDriver {
   // its listeners have been called, as its pidfd would have.
   // For a transport error that may be a death the pidfd has not told yet.
   bool processGone(int pid);
+  // Owner: the pidfd of watched process `pid`, -1 once it is not watched
+  // (never watched, or its exit was handled). The engine keeps owning it.
+  int pidfdOf(int pid) const;
 
   // Owner: calls `ready` (on the owner) with the epoll events of `fd`
   // (EPOLLIN, EPOLLOUT) each time it is ready, until unwatched. The caller

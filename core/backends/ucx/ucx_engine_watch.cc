@@ -74,6 +74,11 @@ void UcxEngine::unwatchFd(FdWatchId id) {
   fd_watches_.erase(w);
 }
 
+int UcxEngine::pidfdOf(int pid) const {
+  auto w = watches_.find(pid);
+  return w == watches_.end() ? -1 : w->second.pidfd;
+}
+
 bool UcxEngine::processGone(int pid) {
   auto w = watches_.find(pid);
   if (w == watches_.end()) return false;

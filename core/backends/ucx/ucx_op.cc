@@ -1,6 +1,7 @@
 #include "core/backends/ucx/ucx_op.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_tag.h"
@@ -26,7 +27,12 @@ void UcxOp::finish(OpResult result) {
 }
 
 void UcxOp::abort() {
-  if (world_) finish(world_->failure());
+  if (world_) {
+    finish(world_->failure());
+    // A broken world's peers may never answer; one that is destroyed lets
+    // them read what they were lent until it closes.
+    if (world_->failure().status == Status::WorldBroken) giveUpLoans(-1);
+  }
   std::vector<UcxTransfer*> recvs;
   for (UcxTransfer* t : posted_) {
     if (t->recv) recvs.push_back(t);
@@ -51,6 +57,7 @@ void UcxOp::peerDeparted(int peer) {
   for (UcxTransfer* t : involved) {
     if (!t->recv) {
       finish(world_->failure());  // it will never be received
+      if (t->loan) giveUpLoans(peer);
     } else {
       cancelRecv(*t);  // one already receiving stays
     }
@@ -62,7 +69,12 @@ bool UcxOp::onlyGonePeersHold() const {
 }
 
 void UcxOp::orphan() {
+  // Its caller gets the buffers back now: what it lent is withdrawn first.
+  for (UcxTransfer* t : posted_) {
+    if (t->loan) world_->unlend(t->loan->descriptor.id);
+  }
   world_ = nullptr;
+  giveUpLoans(-1);
   // Its sends go to a process that is gone (or were given up): nothing to
   // poll for any more.
   for (UcxTransfer* t : posted_) {
@@ -77,6 +89,7 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
   t.op = this;
   t.in_flight = true;
   t.request = nullptr;
+  t.buffer = buffer;
   ++in_flight_;
   posted_.push_back(&t);
   if (world_->departed(t.peer) && !(t.recv && arrived(t, channel))) {
@@ -101,8 +114,17 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
     // A message that came first may be a rendezvous, whose data only
     // progress fetches; one still to come wakes the workers' fds.
     if (arrived(t, channel)) engine_.needProgress();
-    r = ucp_tag_recv_nbx(world_->worker(), buffer, t.bytes, world_->recvTag(t.peer, channel), ucxtag::kExact,
-                         &param);
+    void* into = buffer;
+    size_t room = t.bytes;
+    if (t.bytes < sizeof(samehost::CmaDescriptor) && world_->readsFrom(t.peer)) {
+      t.room = std::make_shared<UcxDescriptorRoom>();
+      into = &t.room->descriptor;
+      room = sizeof t.room->descriptor;
+    }
+    r = ucp_tag_recv_nbx(world_->worker(), into, room, world_->recvTag(t.peer, channel), ucxtag::kMessage, &param);
+  } else if (world_->lendsTo(t.peer, t.bytes)) {
+    postLoan(t, channel);
+    return;
   } else {
     param.cb.send = &UcxOp::onSend;
     r = pacedTagSend(world_->endpoint(t.peer), buffer, t.bytes, world_->sendTag(t.peer, channel), param,
@@ -144,7 +166,7 @@ void UcxOp::postOnPaths(UcxTransfer& t, uint64_t channel, void* buffer) {
 bool UcxOp::arrived(const UcxTransfer& t, uint64_t channel) {
   if (world_->failover()) return world_->failover()->arrived(t.peer, channel);
   ucp_tag_recv_info_t info;
-  return ucp_tag_probe_nb(world_->worker(), world_->recvTag(t.peer, channel), ucxtag::kExact, 0, &info) != nullptr;
+  return ucp_tag_probe_nb(world_->worker(), world_->recvTag(t.peer, channel), ucxtag::kMessage, 0, &info) != nullptr;
 }
 
 void UcxOp::onSend(void* request, ucs_status_t status, void* arg) {
@@ -158,11 +180,16 @@ void UcxOp::onSend(void* request, ucs_status_t status, void* arg) {
 
 void UcxOp::onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* arg) {
   auto* t = static_cast<UcxTransfer*>(arg);
+  // `info` lives in the request: read before it is freed.
+  const size_t length = info ? info->length : 0;
+  const bool descriptor = status == UCS_OK && info && (info->sender_tag & ucxtag::kDescriptorBit);
   ucp_request_free(request);
   t->request = nullptr;
   UcxOp& op = *t->op;
   Entry entry(op);
-  op.ended(*t, status, info ? info->length : 0);
+  if (descriptor) return op.readLoan(*t, status, length);
+  if (t->room && status == UCS_OK && length <= t->bytes) std::memcpy(t->buffer, &t->room->descriptor, length);
+  op.ended(*t, status, length);
 }
 
 void UcxOp::ended(UcxTransfer& t, ucs_status_t status, size_t length) {

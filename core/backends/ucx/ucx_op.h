@@ -18,6 +18,7 @@
 #include "core/op.h"
 #include "core/ordered_completions.h"
 #include "core/backends/ucx/ucx_engine.h"
+#include "core/backends/ucx/ucx_same_host.h"
 #include "core/backends/ucx/ucx_send_pacing.h"
 
 namespace mw {
@@ -36,6 +37,9 @@ struct UcxTransfer {
   bool in_flight = false;
   bool waiting = false;  // a send UCX queued: the engine polls for it
   std::shared_ptr<SendPacing> marker;  // a send that is its peer's marker (ucx_send_pacing.h)
+  void* buffer = nullptr;  // the caller's: where the data comes from or goes
+  std::shared_ptr<UcxLoan> loan;  // a send lent to its receiver (ucx_same_host.h)
+  std::shared_ptr<UcxDescriptorRoom> room;  // a receive smaller than a descriptor, from a peer that may lend
   size_t bytes = 0;   // posted size
   size_t length = 0;  // a receive: the sender's size
   ucs_status_t status = UCS_OK;
@@ -82,6 +86,8 @@ class UcxOp {
   bool onlyGonePeersHold() const;
   // The world is gone; UCX may still call back into this operation.
   void orphan();
+  // The receiver of loan `t` read it (ucx_same_host.h).
+  void loanReturned(UcxTransfer& t);
 
  protected:
   // Takes back a receive nothing matched yet (it ends Cancelled, possibly
@@ -107,6 +113,15 @@ class UcxOp {
   static void onSend(void* request, ucs_status_t status, void* arg);
   static void onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* arg);
   void ended(UcxTransfer& t, ucs_status_t status, size_t length);
+  // The same-host path (ucx_same_host.cc).
+  void postLoan(UcxTransfer& t, uint64_t channel);
+  static void onLoanSent(void* request, ucs_status_t status, void* arg);
+  // A descriptor arrived for receive `t`: reads the loan and returns it.
+  void readLoan(UcxTransfer& t, ucs_status_t status, size_t length);
+  // Withdraws the loans to `peer` (-1: every peer): their receivers can no
+  // longer read them, and they end once UCX let go of their descriptors.
+  void giveUpLoans(int peer);
+  void settleLoan(UcxTransfer& t);
   void settle();  // the last Entry left
 
   std::shared_ptr<Request> request_;

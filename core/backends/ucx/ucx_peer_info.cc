@@ -8,13 +8,14 @@
 #include <sstream>
 
 #include "core/backends/ucx/ucx_tag.h"
+#include "core/same_host/probe.h"
 
 namespace mw {
 namespace {
 
 // "mwu1" had no paths; "mwu2" carried worker addresses in place of
-// listeners.
-constexpr char kMagic[4] = {'m', 'w', 'u', '3'};
+// listeners; "mwu3" had no network namespace or probe word.
+constexpr char kMagic[4] = {'m', 'w', 'u', '4'};
 constexpr size_t kMaxPaths = 16;
 constexpr size_t kMaxPathText = 255;
 constexpr size_t kMaxHost = 256;
@@ -108,6 +109,10 @@ UcxPeerInfo thisProcess() {
   static const UcxPeerInfo self = [] {
     UcxPeerInfo p;
     p.host = hostKey();
+    const samehost::Identity& id = samehost::self();
+    p.net_namespace = id.net_namespace;
+    p.probe_address = id.probe_address;
+    p.probe_value = id.probe_value;
     p.pid = static_cast<int>(getpid());
     processStartTicks(p.pid, p.start_ticks);
     return p;
@@ -127,6 +132,11 @@ std::string encodePeerInfo(const UcxPeerInfo& info) {
   put<uint64_t>(out, info.start_ticks);
   put<uint16_t>(out, static_cast<uint16_t>(info.host.size()));
   out += info.host;
+  const size_t ns = std::min(info.net_namespace.size(), kMaxPathText);
+  put<uint8_t>(out, static_cast<uint8_t>(ns));
+  out.append(info.net_namespace, 0, ns);
+  put<uint64_t>(out, info.probe_address);
+  put<uint64_t>(out, info.probe_value);
   const size_t ip = std::min(info.listen_ip.size(), kMaxPathText);
   put<uint8_t>(out, static_cast<uint8_t>(ip));
   out.append(info.listen_ip, 0, ip);
@@ -154,7 +164,9 @@ bool decodePeerInfo(const std::string& bytes, UcxPeerInfo& out) {
   if (!r.bytes(sizeof kMagic, magic) || std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0) return false;
   if (!r.get(p.world_id) || !r.get(pid) || !r.get(ticks) || !r.get(host_len)) return false;
   if (p.world_id == 0 || p.world_id > ucxtag::kMaxWorldId || pid <= 0 || host_len > kMaxHost) return false;
-  if (!r.bytes(host_len, p.host) || !r.get(ip_len)) return false;
+  uint8_t ns_len = 0;
+  if (!r.bytes(host_len, p.host) || !r.get(ns_len) || !r.bytes(ns_len, p.net_namespace)) return false;
+  if (!r.get(p.probe_address) || !r.get(p.probe_value) || !r.get(ip_len)) return false;
   if (ip_len == 0 || !r.bytes(ip_len, p.listen_ip) || !r.get(p.listen_port) || p.listen_port == 0) return false;
   uint8_t paths = 0;
   if (!r.get(paths) || paths > kMaxPaths) return false;

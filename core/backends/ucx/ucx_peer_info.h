@@ -26,6 +26,10 @@ struct UcxPeerInfo {
   std::string host;               // same value: same host and pid namespace
   int pid = 0;
   unsigned long long start_ticks = 0;  // /proc/<pid>/stat field 22
+  // What the same-host path needs (core/same_host/probe.h).
+  std::string net_namespace;
+  uint64_t probe_address = 0;
+  uint64_t probe_value = 0;
   // Its data paths, in order of preference.
   std::vector<UcxPath> paths;
 };

@@ -36,8 +36,8 @@ uint8_t shapeOf(const OpDesc& op) {
 
 }  // namespace
 
-// The control message a member sends each peer when it leaves, and the
-// receive that waits for the peer's.
+// The receive that waits for a peer's control words (ucx_same_host.h):
+// its goodbye when it leaves, and the same-host path's.
 struct UcxWorld::Control {
   UcxWorld* world = nullptr;  // null once the world stopped
   int peer = -1;
@@ -51,13 +51,14 @@ struct UcxWorld::Control {
     ucp_request_free(request);
     c->request = nullptr;
     c->ended = true;
-    if (c->world) c->world->onControl(c->peer, status);
+    if (c->world) c->world->onControl(*c, status);
   }
 };
 
 std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, RedisPool& pool,
-                                            const Incarnation& inc, int rank, int size, bool path_failover,
-                                            Deadline deadline) {
+                                            const Incarnation& inc, int rank, int size,
+                                            const WorldSettings& settings, Deadline deadline) {
+  const bool path_failover = settings.path_failover;
   if (size > ucxtag::kMaxRanks) {
     throw Error(Status::Unsupported, "UCX worlds have at most " + std::to_string(ucxtag::kMaxRanks) +
                                          " members; size " + std::to_string(size) + " was asked for");
@@ -69,6 +70,8 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
     return fresh;
   });
   std::unique_ptr<UcxWorld> w(new UcxWorld(ucx, rank, id));
+  w->same_host_ = settings.same_host_path;
+  w->same_host_min_bytes_ = settings.same_host_min_bytes;
   UcxEngine& engine = *ucx->engine();
   UcxPeerInfo self = thisProcess();
   self.listen_ip = ucx->links().listenIp();
@@ -119,6 +122,7 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
       if (r != rank) p.pacing = std::make_shared<SendPacing>();
       p.link = ucx->links().link(id, rank, info, r, !w->failover_);
       if (w->failover_) w->failover_->connect(r, info.world_id, self.paths, info.paths);
+      w->probeSameHost(r, self, info, on_paths);
     }
   });
   // The endpoints of lower ranks arrive as they connect.
@@ -169,6 +173,7 @@ void UcxWorld::listen() {
     p.listening = true;
     if (r != rank_) postControl(r);
   }
+  offerReads();
   if (failover_) startFailover();
   for (int r = 0; r < size(); ++r) {
     // A link may have failed between rendezvous and now.
@@ -279,7 +284,7 @@ bool UcxWorld::runsWhenBroken(const OpDesc& op) {
     if (aborted_ || !departed(op.peer)) return false;
     if (failover_) return failover_->arrived(op.peer, ucxtag::kP2p);
     ucp_tag_recv_info_t info;
-    return ucp_tag_probe_nb(worker(), recvTag(op.peer, ucxtag::kP2p), ucxtag::kExact, 0, &info) != nullptr;
+    return ucp_tag_probe_nb(worker(), recvTag(op.peer, ucxtag::kP2p), ucxtag::kMessage, 0, &info) != nullptr;
   });
 }
 
@@ -312,14 +317,20 @@ void UcxWorld::postControl(int peer) {
   auto c = std::make_unique<Control>();
   c->world = this;
   c->peer = peer;
+  Control* raw = c.get();
+  control_.push_back(std::move(c));
+  armControl(*raw);
+}
+
+void UcxWorld::armControl(Control& c) {
+  Control* raw = &c;
+  raw->ended = false;
   if (failover_) {
-    Control* raw = c.get();
-    control_.push_back(std::move(c));
-    const uint64_t id = failover_->recv(peer, ucxtag::kControl, &raw->word, sizeof raw->word,
+    const uint64_t id = failover_->recv(c.peer, ucxtag::kControl, &raw->word, sizeof raw->word,
                                         [raw](DeliveryOutcome o, size_t) {
                                           raw->path_recv = 0;
                                           raw->ended = true;
-                                          if (raw->world) raw->world->onControl(raw->peer, UcxFailover::ucsStatus(o));
+                                          if (raw->world) raw->world->onControl(*raw, UcxFailover::ucsStatus(o));
                                         });
     if (!raw->ended) raw->path_recv = id;
     return;
@@ -327,21 +338,43 @@ void UcxWorld::postControl(int peer) {
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   param.cb.recv = &Control::onRecv;
-  param.user_data = c.get();
-  Control* raw = c.get();
-  control_.push_back(std::move(c));
-  void* r = ucp_tag_recv_nbx(worker(), &raw->word, sizeof raw->word, recvTag(peer, ucxtag::kControl), ucxtag::kExact,
-                             &param);
+  param.user_data = raw;
+  void* r = ucp_tag_recv_nbx(worker(), &raw->word, sizeof raw->word, recvTag(c.peer, ucxtag::kControl),
+                             ucxtag::kExact, &param);
   if (UCS_PTR_IS_PTR(r) && !raw->ended) raw->request = r;
 }
 
-void UcxWorld::onControl(int peer, ucs_status_t status) {
-  if (status == UCS_ERR_CANCELED || aborted_ || !world_) return;
+void UcxWorld::onControl(Control& c, ucs_status_t status) {
+  const int peer = c.peer;
+  if (status == UCS_ERR_CANCELED || !world_) return;
   if (status != UCS_OK) {
-    transportFailed(peer, "the control channel from rank " + std::to_string(peer) + " failed in UCX: " +
-                              ucs_status_string(status));
+    if (!aborted_) {
+      transportFailed(peer, "the control channel from rank " + std::to_string(peer) + " failed in UCX: " +
+                                ucs_status_string(status));
+    }
     return;
   }
+  const uint64_t word = c.word;
+  switch (word & ucxcontrol::kKindMask) {
+    case ucxcontrol::kReturned:
+      // Also after an abort: a destroyed world's loans may still come back.
+      onLoanReturned(peer, word & ~ucxcontrol::kKindMask);
+      return armControl(c);
+    case ucxcontrol::kReadsYou:
+      peers_[static_cast<size_t>(peer)].lends = same_host_;
+      return armControl(c);
+    default:
+      break;
+  }
+  if (aborted_) return;
+  if (word != ucxcontrol::kBye) {
+    transportFailed(peer, "rank " + std::to_string(peer) + " sent an unknown control word " + std::to_string(word));
+    return;
+  }
+  onGoodbye(peer);
+}
+
+void UcxWorld::onGoodbye(int peer) {
   // Everything the peer sent before it left arrived before this, in order.
   departed_[static_cast<size_t>(peer)] = true;
   ucx_->engine()->defer([w = world_->shared_from_this(), this, peer] {
@@ -376,9 +409,13 @@ void UcxWorld::abort() noexcept {
 
 void UcxWorld::abortAll() {
   aborted_ = true;
-  for (auto& c : control_) {
-    if (c->request) ucp_request_cancel(worker(), c->request);
-    if (c->path_recv) failover_->cancelRecv(c->peer, c->path_recv);
+  const bool broken = world_->failure().status == Status::WorldBroken;
+  // A destroyed world still hears its loans come back until it closes.
+  if (broken) {
+    for (auto& c : control_) {
+      if (c->request) ucp_request_cancel(worker(), c->request);
+      if (c->path_recv) failover_->cancelRecv(c->peer, c->path_recv);
+    }
   }
   for (auto [req, op] : pendingNow()) {
     if (!stillPending(req, op)) continue;  // an earlier abort finished it
@@ -387,7 +424,7 @@ void UcxWorld::abortAll() {
   }
   // A break (not a destroy): the world's endpoints go now, which completes
   // what is pending on them.
-  if (world_->failure().status == Status::WorldBroken) forceCloseLinks();
+  if (broken) forceCloseLinks();
   abandonWhatOnlyGonePeersHold();
 }
 
@@ -440,14 +477,14 @@ void UcxWorld::drainArrivals() {
     }
   };
   for (int r = 0; r < size(); ++r) {
-    drop(recvTag(r, ucxtag::kP2p), ucxtag::kExact);
+    drop(recvTag(r, ucxtag::kP2p), ucxtag::kMessage);
     drop(recvTag(r, ucxtag::kControl), ucxtag::kExact);
   }
   drop(ucxtag::make(world_id_, 0, 0), ucxtag::kWorldMask);
 }
 
 void UcxWorld::sendGoodbyes() {
-  static const uint64_t kBye = 0x6d77627965ull;  // "mwbye"
+  static const uint64_t kBye = ucxcontrol::kBye;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = [](void* request, ucs_status_t, void* arg) {
@@ -511,6 +548,7 @@ void UcxWorld::close() {
   // what a peer that is gone holds completes with it.
   forceCloseLinks();
   for (auto [req, op] : pendingNow()) abandon(op);
+  loans_.clear();
   for (auto& c : control_) {
     c->world = nullptr;
     if (c->request) ucp_request_cancel(worker(), c->request);
@@ -520,6 +558,7 @@ void UcxWorld::close() {
   }
   control_.clear();
   if (failover_ && world_) ucx_->forgetPaths(world_->name());
+  if (world_) ucx_->forgetSameHost(world_->name());
   ucx_->links().forget(world_id_);
   ucx_->releaseWorldId(world_id_);
 }

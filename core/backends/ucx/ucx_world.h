@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/backends/ucx/rails/ucx_failover.h"
@@ -28,12 +29,15 @@
 #include "core/ordered_completions.h"
 #include "core/store/incarnation.h"
 #include "core/world_backend.h"
+#include "core/world_spec.h"
 
 namespace mw {
 
 class RedisPool;
 class UcxLink;
 class UcxOp;
+struct UcxPeerInfo;
+struct UcxTransfer;
 
 class UcxWorld : public WorldBackend {
  public:
@@ -45,8 +49,8 @@ class UcxWorld : public WorldBackend {
   // `path_failover` this member publishes no path workers, so every member
   // of the world runs it on one path.
   static std::unique_ptr<UcxWorld> connect(std::shared_ptr<UcxContext> ucx, RedisPool& pool,
-                                           const Incarnation& inc, int rank, int size, bool path_failover,
-                                           Deadline deadline);
+                                           const Incarnation& inc, int rank, int size,
+                                           const WorldSettings& settings, Deadline deadline);
   ~UcxWorld() override;
 
   void start(World& world) override;
@@ -86,6 +90,20 @@ class UcxWorld : public WorldBackend {
   // A transfer failed in a way that says the world cannot go on.
   void transportFailed(int peer, const std::string& detail);
 
+  // The same-host path (ucx_same_host.h, ucx_same_host.cc).
+  // A send of `bytes` to `peer` is lent rather than sent.
+  bool lendsTo(int peer, size_t bytes) const;
+  // `peer` may lend to this member: its messages may come as descriptors.
+  bool readsFrom(int peer) const { return peers_[static_cast<size_t>(peer)].reads; }
+  // Registers loan `t` to its peer; the id its return will name.
+  uint64_t lend(UcxTransfer& t);
+  void unlend(uint64_t id);
+  // This member has read loan `id` of `peer`: tells it.
+  void returnLoan(int peer, uint64_t id);
+  // The pid of `peer`'s process and its pidfd (-1: no longer watched).
+  int peerPid(int peer) const;
+  int peerPidfd(int peer) const;
+
  private:
   struct Peer {
     std::shared_ptr<UcxLink> link;
@@ -93,6 +111,9 @@ class UcxWorld : public WorldBackend {
     uint64_t listener = 0;
     bool listening = false;
     std::shared_ptr<SendPacing> pacing;  // ucx_send_pacing.h
+    bool reads = false;  // this member can read the peer's memory, and tells it so
+    bool lends = false;  // the peer said it reads this member's: large sends are lent
+    std::string same_host_refusal;  // why a peer of this host is not read
   };
   struct Control;
 
@@ -102,8 +123,16 @@ class UcxWorld : public WorldBackend {
   void begin(const OpDesc& op, const std::shared_ptr<Request>& r);
   void close();
   void postControl(int peer);
+  void armControl(Control& c);
   void startFailover();
-  void onControl(int peer, ucs_status_t status);
+  void onControl(Control& c, ucs_status_t status);
+  void onGoodbye(int peer);
+  // Same-host path: whether this member reads `peer` (connect), telling
+  // the peers it reads (start), what their control words say.
+  void probeSameHost(int peer, const UcxPeerInfo& self, const UcxPeerInfo& info, bool on_paths);
+  void offerReads();
+  void onLoanReturned(int peer, uint64_t id);
+  void sendControlWord(int peer, uint64_t word);
   void peerDeparted(int peer);
   void abortAll();
   void onLinkFailed(int peer, const std::string& why);
@@ -128,6 +157,10 @@ class UcxWorld : public WorldBackend {
   OrderedCompletions order_;
   std::map<Request*, UcxOp*> pending_;
   std::vector<std::unique_ptr<Control>> control_;
+  bool same_host_ = false;
+  size_t same_host_min_bytes_ = 0;
+  std::unordered_map<uint64_t, UcxTransfer*> loans_;  // lent sends by id
+  uint64_t next_loan_ = 1;
   uint64_t collectives_ = 0;  // issued so far: the next one's sequence number
   std::vector<bool> departed_;
   std::chrono::milliseconds op_timeout_{0};
