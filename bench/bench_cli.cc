@@ -48,7 +48,9 @@ namespace {
 const char kUsage[] =
     "Every suite but nccl takes --backend ucx|gloo: the host backend of multiworld's worlds (default ucx).\n"
     "The usual UCX_* variables apply to ours and to the raw UCX baseline alike. Both use peer error handling,\n"
-    "for which UCX 1.13 selects no shared memory: on one host they run over tcp on loopback whatever UCX_TLS.\n"
+    "for which UCX 1.13 selects no shared memory: on one host they run over tcp on loopback whatever UCX_TLS,\n"
+    "except that ours lends messages of 64 KiB and more to members of its host (the same-host path;\n"
+    "MW_SAME_HOST_PATH=off and MW_SAME_HOST_MIN_BYTES as for the library).\n"
     "p2p, poll, fanin and allreduce take --spin-us N: ours' spin_us (how long mw_wait/mw_poll drive progress\n"
     "before sleeping; default: the library's).\n"
     "usage: mw_bench p2p [--backend B] [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]\n"

@@ -224,11 +224,21 @@ int rankMain(int rank, const BenchOptions& opt, const PeerSetup& base, int resul
 
 double ratioOf(double ours, double raw) { return raw > 0 ? ours / raw : 0; }
 
+// The same-host setting ours runs with: the environment's, else the
+// library's default.
+std::string sameHostText() {
+  const char* path = std::getenv("MW_SAME_HOST_PATH");
+  const char* min = std::getenv("MW_SAME_HOST_MIN_BYTES");
+  std::string text = (path && *path) ? path : "auto";
+  if (text != "off") text += std::string(", same_host_min_bytes ") + ((min && *min) ? min : "65536");
+  return text;
+}
+
 void printHeader(bool ucx) {
   if (ucx) {
-    std::printf("%10s %10s %10s %7s %10s %11s %10s %10s %12s %11s %13s %12s %12s %11s\n", "bytes", "ours_gbps",
-                "raw_gbps", "ratio", "sleep_gbps", "ratio_sleep", "gloo_gbps", "shm_gbps", "ours_lat_us", "raw_lat_us",
-                "added_lat_us", "sleep_lat_us", "gloo_lat_us", "shm_lat_us");
+    std::printf("%10s %10s %10s %7s %10s %11s %10s %10s %9s %12s %11s %13s %12s %12s %11s\n", "bytes", "ours_gbps",
+                "raw_gbps", "ratio", "sleep_gbps", "ratio_sleep", "gloo_gbps", "shm_gbps", "ratio_shm", "ours_lat_us",
+                "raw_lat_us", "added_lat_us", "sleep_lat_us", "gloo_lat_us", "shm_lat_us");
   } else {
     std::printf("%10s %10s %10s %7s %12s %11s %13s\n", "bytes", "ours_gbps", "raw_gbps", "ratio", "ours_lat_us",
                 "raw_lat_us", "added_lat_us");
@@ -240,14 +250,15 @@ void printRow(const Row& r, bool ucx) {
   const auto bytes = static_cast<unsigned long long>(r.bytes);
   const double ratio = ratioOf(r.ours_gbps, r.raw_gbps), added = r.ours_lat_us - r.raw_lat_us;
   if (ucx) {
-    char shm_gbps[32] = "-", shm_lat[32] = "-";
+    char shm_gbps[32] = "-", shm_ratio[32] = "-", shm_lat[32] = "-";
     if (r.has_shm) {
       std::snprintf(shm_gbps, sizeof shm_gbps, "%.3f", r.shm_gbps);
+      std::snprintf(shm_ratio, sizeof shm_ratio, "%.3f", ratioOf(r.ours_gbps, r.shm_gbps));
       std::snprintf(shm_lat, sizeof shm_lat, "%.2f", r.shm_lat_us);
     }
-    std::printf("%10llu %10.3f %10.3f %7.3f %10.3f %11.3f %10.3f %10s %12.2f %11.2f %13.2f %12.2f %12.2f %11s\n",
+    std::printf("%10llu %10.3f %10.3f %7.3f %10.3f %11.3f %10.3f %10s %9s %12.2f %11.2f %13.2f %12.2f %12.2f %11s\n",
                 bytes, r.ours_gbps, r.raw_gbps, ratio, r.sleep_gbps, ratioOf(r.ours_gbps, r.sleep_gbps), r.gloo_gbps,
-                shm_gbps, r.ours_lat_us, r.raw_lat_us, added, r.sleep_lat_us, r.gloo_lat_us, shm_lat);
+                shm_gbps, shm_ratio, r.ours_lat_us, r.raw_lat_us, added, r.sleep_lat_us, r.gloo_lat_us, shm_lat);
   } else {
     std::printf("%10llu %10.3f %10.3f %7.3f %12.2f %11.2f %13.2f\n", bytes, r.ours_gbps, r.raw_gbps, ratio,
                 r.ours_lat_us, r.raw_lat_us, added);
@@ -268,6 +279,7 @@ std::vector<common::JsonRow> jsonRows(const std::vector<Row>& rows, bool ucx) {
       j.push_back({"ratio_sleep", jnum(ratioOf(r.ours_gbps, r.sleep_gbps))});
       j.push_back({"gloo_gbps", jnum(r.gloo_gbps)});
       j.push_back({"shm_gbps", r.has_shm ? jnum(r.shm_gbps) : "null"});
+      j.push_back({"ratio_shm", r.has_shm ? jnum(ratioOf(r.ours_gbps, r.shm_gbps)) : "null"});
     }
     j.push_back({"ours_lat_us", jnum(r.ours_lat_us)});
     j.push_back({"raw_lat_us", jnum(r.raw_lat_us)});
@@ -326,13 +338,14 @@ int runP2pSuite(const BenchOptions& opt) {
 
     std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());
     if (opt.ucx) {
-      std::printf("# ours = multiworld UCX world (mw_wait/mw_poll, spin_us %s), raw = a plain ucp tag loop "
+      std::printf("# ours = multiworld UCX world (mw_wait/mw_poll, spin_us %s, same-host path %s: messages of "
+                  "same_host_min_bytes and more lent by process_vm_readv, the rest over UCX), raw = a plain ucp tag loop "
                   "polling ucp_worker_progress (own ucp_context, features TAG|WAKEUP, endpoints in error mode peer "
                   "as ours), UCX_TLS %s; sleep = the same raw loop waiting as ours does (polls for ours' spin_us, then sleeps on "
                   "the worker's event fd), ratio_sleep = ours/sleep; gloo = gloo::rendezvous::Context, tcp on 127.0.0.1; shm = raw with "
                   "endpoints in error mode none (shared memory: what peer mode gives up; - where UCX_TLS excludes "
-                  "it); ratio = ours/raw; ",
-                  common::spinText(opt).c_str(), common::ucxTls().c_str());
+                  "it), ratio_shm = ours/shm; ratio = ours/raw; ",
+                  common::spinText(opt).c_str(), sameHostText().c_str(), common::ucxTls().c_str());
     } else {
       std::printf("# ours = multiworld Gloo world, raw = gloo::rendezvous::Context, both tcp on 127.0.0.1; ");
     }

@@ -124,6 +124,14 @@ Config Config::fromEnvironment() {
   if (data && *data) c.data_addresses = parseAddressList("MW_DATA_ADDRESSES", data);
   const char* same_host = std::getenv("MW_SAME_HOST_PATH");
   if (same_host && *same_host) c.same_host_path = parseSameHostPath("MW_SAME_HOST_PATH", same_host);
+  const char* min_bytes = std::getenv("MW_SAME_HOST_MIN_BYTES");
+  if (min_bytes && *min_bytes) {
+    try {
+      c.set("same_host_min_bytes", min_bytes);
+    } catch (const Error& e) {
+      throw Error(Status::InvalidArgument, std::string("MW_SAME_HOST_MIN_BYTES: ") + e.what());
+    }
+  }
   return c;
 }
 

@@ -43,9 +43,10 @@ struct Config {
   // hold for a world.
   int max_world_size = 65536;
 
-  // Defaults, with redis_url, bind_address, data_addresses and
-  // same_host_path taken from MW_REDIS_URL, MW_BIND_ADDRESS,
-  // MW_DATA_ADDRESSES and MW_SAME_HOST_PATH when set.
+  // Defaults, with redis_url, bind_address, data_addresses,
+  // same_host_path and same_host_min_bytes taken from MW_REDIS_URL,
+  // MW_BIND_ADDRESS, MW_DATA_ADDRESSES, MW_SAME_HOST_PATH and
+  // MW_SAME_HOST_MIN_BYTES when set.
   static Config fromEnvironment();
 
   // Throws Error(InvalidArgument) naming the key or the value.

@@ -182,4 +182,262 @@ TEST(SameHost, ALentMessageThatDoesNotFitFailsOnlyTheReceive) {
   }));
 }
 
+// The receiver's side of KilledSendersFailOnlyTheirOwnWorlds.
+struct KillRound {
+  std::atomic<int> victims_ready{0};     // victims that joined their world
+  std::atomic<int> victim_sends{0};      // sends the current victim completed
+  std::atomic<int> broken{0};            // victim worlds the receiver saw break
+  std::atomic<int> torn{0};              // messages from a victim delivered damaged
+  std::atomic<uint64_t> streamed{0};     // stream messages received intact, in order
+  std::atomic<long> longest_gap_us{0};   // between two stream messages
+  std::atomic<bool> stop_stream{false};
+  std::atomic<int> failures{0};
+};
+
+// A sender is killed mid-transfer again and again (the scenario of
+// bench/shm_kill_probe, through this library) while a second sender streams
+// to the same receiver on another world: each kill breaks its own world,
+// nothing it lent arrives damaged, and the stream neither stalls past
+// 100 ms nor loses a message.
+TEST(SameHost, KilledSendersFailOnlyTheirOwnWorlds) {
+  if (skipUnlessUcx()) GTEST_SKIP() << "the same-host path is the UCX backend's";
+  constexpr int kKills = 100;
+  constexpr size_t kVictimWords = (4 << 20) / 8;
+  constexpr size_t kStreamWords = (1 << 20) / 8;
+  mwtest::RedisServer redis;
+  const std::string url = redis.url();
+  mwlab::Shared<KillRound> round;
+  KillRound* st = round.get();
+  mwtest::Workers steady;
+  // The receiver: the stream on one thread, the victims' worlds in turn on
+  // the other.
+  steady.add([&]() -> int {
+    mwtest::Member m(kAuto);
+    MWT_REQUIRE(m.join(url, "stream", 0, 2));
+    std::thread stream([&] {
+      std::vector<uint64_t> in(kStreamWords);
+      auto last = Clock::now();
+      for (uint64_t i = 0;; ++i) {
+        if (recv(m.world, in, 1) != MW_OK) {
+          std::fprintf(stderr, "stream receive %llu: %s\n", static_cast<unsigned long long>(i), mw_last_error());
+          st->failures++;
+          return;
+        }
+        if (in[0] == ~uint64_t{0}) return;  // the end
+        if (!intact(in, 9, i)) {
+          std::fprintf(stderr, "stream message %llu damaged or out of order\n", static_cast<unsigned long long>(i));
+          st->failures++;
+          return;
+        }
+        const auto now = Clock::now();
+        const long gap = static_cast<long>(std::chrono::duration_cast<std::chrono::microseconds>(now - last).count());
+        if (gap > st->longest_gap_us.load()) st->longest_gap_us.store(gap);
+        last = now;
+        st->streamed.store(i + 1);
+      }
+    });
+    std::vector<uint64_t> in(kVictimWords);
+    for (int k = 0; k < kKills; ++k) {
+      mw_world_t* w = nullptr;
+      const std::string name = "victim-" + std::to_string(k);
+      if (!m.create(name.c_str(), 0, 2, &w)) {
+        st->failures++;
+        break;
+      }
+      for (uint64_t i = 0;; ++i) {
+        const mw_status_t s = recv(w, in, 1);
+        if (s == MW_ERR_WORLD_BROKEN) {
+          st->broken++;
+          break;
+        }
+        if (s != MW_OK) {
+          std::fprintf(stderr, "%s: receive %llu: %s\n", name.c_str(), static_cast<unsigned long long>(i),
+                       mw_last_error());
+          st->failures++;
+          break;
+        }
+        if (!intact(in, 5, i)) st->torn++;
+      }
+      mw_world_destroy(w);
+    }
+    stream.join();
+    return 0;
+  });
+  steady.add([&]() -> int {
+    mwtest::Member m(kAuto);
+    MWT_REQUIRE(m.join(url, "stream", 1, 2));
+    std::vector<uint64_t> out(kStreamWords);
+    uint64_t i = 0;
+    for (; !st->stop_stream.load(); ++i) {
+      fill(out, 9, i);
+      MWT_CHECK(send(m.world, out, 0));
+    }
+    out[0] = ~uint64_t{0};
+    MWT_CHECK(send(m.world, out, 0));
+    return 0;
+  });
+  std::mt19937 rng(20261128);
+  for (int k = 0; k < kKills; ++k) {
+    st->victim_sends.store(0);
+    const pid_t victim = mwtest::spawn([&]() -> int {
+      mwtest::Member m(kAuto);
+      const std::string name = "victim-" + std::to_string(k);
+      MWT_REQUIRE(m.join(url, name.c_str(), 1, 2));
+      std::vector<uint64_t> out(kVictimWords);
+      for (uint64_t i = 0;; ++i) {
+        fill(out, 5, i);
+        if (send(m.world, out, 0) != MW_OK) return 1;
+        st->victim_sends++;
+      }
+    });
+    // Killed while a send is in flight: after a few went, at a random point.
+    const bool sending = mwtest::eventually([&] { return st->victim_sends.load() >= 2; }, std::chrono::seconds(30));
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
+    kill(victim, SIGKILL);
+    EXPECT_EQ(mwtest::waitExit(victim, std::chrono::seconds(10)), 128 + SIGKILL);
+    if (!sending) {
+      ADD_FAILURE() << "victim " << k << " never sent";
+      break;
+    }
+    if (!mwtest::eventually([&] { return st->broken.load() + st->failures.load() > k; }, std::chrono::seconds(10))) {
+      ADD_FAILURE() << "the receiver never saw victim " << k << "'s world break";
+      break;
+    }
+  }
+  st->stop_stream.store(true);
+  EXPECT_TRUE(steady.join(std::chrono::seconds(60)));
+  EXPECT_EQ(st->failures.load(), 0);
+  EXPECT_EQ(st->broken.load(), kKills);
+  EXPECT_EQ(st->torn.load(), 0);
+  EXPECT_GT(st->streamed.load(), 0u);
+  EXPECT_LT(st->longest_gap_us.load(), 100000) << "the stream stalled";
+  std::printf("%d kills; %llu stream messages, longest gap %.1f ms\n", kKills,
+              static_cast<unsigned long long>(st->streamed.load()), st->longest_gap_us.load() / 1000.0);
+}
+
+// The receiver is killed while it copies a large loan: the sender's send
+// fails (its world breaks), and the sender goes on. A round in which the
+// copy ended before the kill tests nothing and is run again.
+TEST(SameHost, AReceiverKilledMidReadBreaksTheSendersWorld) {
+  if (skipUnlessUcx()) GTEST_SKIP() << "the same-host path is the UCX backend's";
+  constexpr size_t kWords = (256 << 20) / 8;
+  struct Round {
+    std::atomic<int> posting{0};
+    std::atomic<int> received{0};
+    std::atomic<int> send_status{1};
+  };
+  mwtest::RedisServer redis;
+  const std::string url = redis.url();
+  bool tested = false;
+  for (int attempt = 0; attempt < 5 && !tested; ++attempt) {
+    mwlab::Shared<Round> round;
+    Round* st = round.get();
+    const std::string name = "reader-dies-" + std::to_string(attempt);
+    mwtest::Workers sender;
+    sender.add([&]() -> int {
+      mwtest::Member m(kAuto);
+      MWT_REQUIRE(m.join(url, name.c_str(), 1, 2));
+      std::vector<uint64_t> out(kWords, 1);
+      mw_request_t* b = nullptr;
+      MWT_CHECK(mw_barrier_async(m.world, &b));
+      MWT_CHECK(mwtest::waitAndFree(b));
+      st->send_status.store(send(m.world, out, 0));
+      // Its buffer is its own again, and the process goes on.
+      out.assign(kWords, 2);
+      return 0;
+    });
+    const pid_t receiver = mwtest::spawn([&]() -> int {
+      mwtest::Member m(kAuto);
+      MWT_REQUIRE(m.join(url, name.c_str(), 0, 2));
+      std::vector<uint64_t> in(kWords);
+      mw_request_t* b = nullptr;
+      MWT_CHECK(mw_barrier_async(m.world, &b));
+      MWT_CHECK(mwtest::waitAndFree(b));
+      st->posting.store(1);
+      MWT_CHECK(recv(m.world, in, 1));
+      st->received.store(1);
+      return 0;
+    });
+    ASSERT_TRUE(mwtest::eventually([&] { return st->posting.load() == 1; }, std::chrono::seconds(30)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    kill(receiver, SIGKILL);
+    mwtest::waitExit(receiver, std::chrono::seconds(10));
+    ASSERT_TRUE(sender.join(std::chrono::seconds(30)));
+    if (st->received.load()) continue;
+    EXPECT_EQ(st->send_status.load(), MW_ERR_WORLD_BROKEN);
+    tested = true;
+  }
+  EXPECT_TRUE(tested) << "the receiver finished its copy before every kill";
+}
+
+// seccomp makes process_vm_readv fail with EPERM in the receiver, as Yama
+// or a container without CAP_SYS_PTRACE would: the pair stays on TCP, the
+// data arrives, and the log says why.
+int refuseProcessVmReadv() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+  return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+TEST(SameHost, APairTheKernelRefusesStaysOnTcpAndSaysSo) {
+  if (skipUnlessUcx()) GTEST_SKIP() << "the same-host path is the UCX backend's";
+  constexpr int kMessages = 8;
+  constexpr size_t kWords = (4 << 20) / 8;
+  mwtest::RedisServer redis;
+  const std::string url = redis.url();
+  mwlab::Shared<std::atomic<uint64_t>> before, after;
+  EXPECT_TRUE(mwtest::runRanks(2, [&](int rank) -> int {
+    char log_path[] = "/tmp/mw_same_host_log_XXXXXX";
+    int log_fd = -1, saved_stderr = -1;
+    if (rank == 0) {
+      MWT_REQUIRE(refuseProcessVmReadv() == 0);
+      // What the library logs while the world forms goes to a file.
+      log_fd = mkstemp(log_path);
+      MWT_REQUIRE(log_fd >= 0);
+      saved_stderr = dup(2);
+      dup2(log_fd, 2);
+    }
+    mwtest::Member m(kAuto);
+    const bool joined = m.join(url, "refused", rank, 2);
+    mw_request_t* b = nullptr;
+    const bool met = joined && mw_barrier_async(m.world, &b) == MW_OK && mwtest::waitAndFree(b) == MW_OK;
+    if (rank == 0) {
+      dup2(saved_stderr, 2);
+      close(saved_stderr);
+      std::ifstream f(log_path);
+      const std::string log((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      close(log_fd);
+      unlink(log_path);
+      MWT_REQUIRE(joined && met);
+      if (log.find("stays on TCP to rank 1") == std::string::npos ||
+          log.find("Operation not permitted") == std::string::npos) {
+        std::fprintf(stderr, "the log does not name the refusal:\n%s\n", log.c_str());
+        return 1;
+      }
+      before->store(loopbackBytes());
+    }
+    MWT_REQUIRE(joined && met);
+    std::vector<uint64_t> buf(kWords);
+    for (int i = 0; i < kMessages; ++i) {
+      if (rank == 1) {
+        fill(buf, 4, static_cast<uint64_t>(i));
+        MWT_CHECK(send(m.world, buf, 0));
+      } else {
+        MWT_CHECK(recv(m.world, buf, 1));
+        MWT_REQUIRE(intact(buf, 4, static_cast<uint64_t>(i)));
+      }
+    }
+    if (rank == 0) after->store(loopbackBytes());
+    return 0;
+  }));
+  const uint64_t payload = uint64_t{kMessages} * kWords * 8;
+  EXPECT_GT(after->load() - before->load(), payload) << "the refused pair's data did not go over loopback";
+}
+
 }  // namespace

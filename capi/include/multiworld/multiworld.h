@@ -177,7 +177,8 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *                         never taken by a context with two or more data
  *                         addresses; default: env MW_SAME_HOST_PATH, else
  *                         auto
- *   same_host_min_bytes   the smallest message that takes it, default 65536
+ *   same_host_min_bytes   the smallest message that takes it; default: env
+ *                         MW_SAME_HOST_MIN_BYTES, else 65536
  * Unknown key or unparsable value -> MW_ERR_INVALID_ARGUMENT.
  */
 MW_API mw_status_t mw_config_new(mw_config_t** out) MW_NOEXCEPT;

@@ -188,7 +188,7 @@ void UcxOp::onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t
   UcxOp& op = *t->op;
   Entry entry(op);
   if (descriptor) return op.readLoan(*t, status, length);
-  if (t->room && status == UCS_OK && length <= t->bytes) std::memcpy(t->buffer, &t->room->descriptor, length);
+  if (t->room && status == UCS_OK && length > 0 && length <= t->bytes) std::memcpy(t->buffer, &t->room->descriptor, length);
   op.ended(*t, status, length);
 }
 
