@@ -55,10 +55,18 @@ void CmaTicket::withdraw() {
 }
 
 CmaResult cmaRead(int pid, int pidfd, const CmaDescriptor& d, void* dest) {
-  auto failed = [](int e) {
+  auto exited = [pidfd] {
+    pollfd p{pidfd, POLLIN, 0};
+    return pidfd >= 0 && ::poll(&p, 1, 0) != 0;
+  };
+  // A sender that dies while its memory is read can also show as a short
+  // read: its exit names the cause.
+  auto failed = [&](int e) {
     CmaResult r;
     r.error = e;
-    r.outcome = e == ESRCH ? CmaOutcome::Gone : (e == EPERM || e == EACCES) ? CmaOutcome::Refused : CmaOutcome::Fault;
+    r.outcome = e == ESRCH || exited()            ? CmaOutcome::Gone
+                : (e == EPERM || e == EACCES) ? CmaOutcome::Refused
+                                              : CmaOutcome::Fault;
     return r;
   };
   if (int e = readFrom(pid, dest, d.address, d.bytes)) return failed(e);
@@ -67,10 +75,7 @@ CmaResult cmaRead(int pid, int pidfd, const CmaDescriptor& d, void* dest) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   uint64_t ticket = 0;
   if (int e = readFrom(pid, &ticket, d.ticket_address, sizeof ticket)) return failed(e);
-  if (pidfd >= 0) {
-    pollfd p{pidfd, POLLIN, 0};
-    if (::poll(&p, 1, 0) != 0) return {CmaOutcome::Gone, 0};
-  }
+  if (exited()) return {CmaOutcome::Gone, 0};
   if (ticket != d.ticket) return {CmaOutcome::Withdrawn, 0};
   return {};
 }

@@ -18,6 +18,9 @@ namespace {
 
 // How long stop() lets sends to live peers finish before it gives them up.
 constexpr std::chrono::milliseconds kStopGrace{500};
+// How long a member whose endpoints to a live peer of this host failed
+// waits for the break notice that says why, before it blames the peer.
+constexpr std::chrono::milliseconds kPeerNoticeWait{250};
 
 // The shape byte of a collective's tag: members that disagree on it never
 // match (see ucx_tag.h).
@@ -300,17 +303,34 @@ bool UcxWorld::cancel(Request& r) noexcept {
 
 void UcxWorld::transportFailed(int peer, const std::string& detail) {
   // Inside a UCX callback: breaking (and closing endpoints) waits.
-  ucx_->engine()->defer([w = world_->shared_from_this(), peer, detail] { w->breakWorld(peer, detail, true); });
+  ucx_->engine()->defer([w = world_->shared_from_this(), this, peer, detail] { breakBlaming(peer, detail); });
 }
 
 void UcxWorld::onLinkFailed(int peer, const std::string& why) {
   if (!world_) return;
   if (failover_) failover_->peerLeft(peer);
   // A member that said goodbye may well exit: that breaks nothing more.
-  if (!departed(peer)) world_->breakWorld(peer, "rank " + std::to_string(peer) + " is unreachable: " + why, true);
+  if (!departed(peer)) breakBlaming(peer, "rank " + std::to_string(peer) + " is unreachable: " + why);
   // Its transfers will never finish: what only it held completes now,
   // also when the world had broken before.
   abandonWhatOnlyGonePeersHold();
+}
+
+void UcxWorld::breakBlaming(int peer, const std::string& detail) {
+  const UcxLink& link = *peers_[static_cast<size_t>(peer)].link;
+  if (failover_ || aborted_ || stopped_ || !link.watched() || ucx_->engine()->processGone(link.pid())) {
+    world_->breakWorld(peer, detail, true);
+    return;
+  }
+  // Its process lives on this host, so it closed the endpoints itself:
+  // the world broke there, for a cause its notice names (a third member's
+  // fault, say), and that notice breaks this member too. Blaming the peer
+  // is the last resort.
+  if (blame_timer_ != 0) return;
+  blame_timer_ = ucx_->engine()->schedule(std::chrono::steady_clock::now() + kPeerNoticeWait, [this, peer, detail] {
+    blame_timer_ = 0;
+    if (!aborted_ && !stopped_) world_->breakWorld(peer, detail, true);
+  });
 }
 
 void UcxWorld::postControl(int peer) {
@@ -531,6 +551,8 @@ void UcxWorld::stop() noexcept {
     stopped_ = true;
     if (op_timer_) ucx_->engine()->cancel(op_timer_);
     op_timer_ = 0;
+    if (blame_timer_) ucx_->engine()->cancel(blame_timer_);
+    blame_timer_ = 0;
     if (world_->failure().status == Status::Cancelled) sendGoodbyes();
     return true;
   });

@@ -136,6 +136,9 @@ class UcxWorld : public WorldBackend {
   void peerDeparted(int peer);
   void abortAll();
   void onLinkFailed(int peer, const std::string& why);
+  // Breaks the world blaming `peer`, or, where the peer's process lives on
+  // this host, first waits kPeerNoticeWait for the notice of a break it saw.
+  void breakBlaming(int peer, const std::string& detail);
   void sendGoodbyes();
   void drainArrivals();
   void forceCloseLinks();
@@ -165,6 +168,7 @@ class UcxWorld : public WorldBackend {
   std::vector<bool> departed_;
   std::chrono::milliseconds op_timeout_{0};
   UcxEngine::TimerId op_timer_ = 0;  // 0: none armed
+  UcxEngine::TimerId blame_timer_ = 0;  // onLinkFailed's wait for a live peer's notice
   bool departing_ = false;  // abort() from a departure: fail only what needs the member
   bool aborted_ = false;
   bool stopped_ = false;
