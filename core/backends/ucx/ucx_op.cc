@@ -28,10 +28,12 @@ void UcxOp::finish(OpResult result) {
 
 void UcxOp::abort() {
   if (world_) {
-    finish(world_->failure());
+    OpResult failure = world_->failure();
     // A broken world's peers may never answer; one that is destroyed lets
     // them read what they were lent until it closes.
-    if (world_->failure().status == Status::WorldBroken) giveUpLoans(-1);
+    const bool broken = failure.status == Status::WorldBroken;
+    finish(std::move(failure));
+    if (broken) giveUpLoans(-1);
   }
   std::vector<UcxTransfer*> recvs;
   for (UcxTransfer* t : posted_) {
@@ -187,7 +189,7 @@ void UcxOp::onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t
   t->request = nullptr;
   UcxOp& op = *t->op;
   Entry entry(op);
-  if (descriptor) return op.readLoan(*t, status, length);
+  if (descriptor) return op.readLoan(*t, length);
   if (t->room && status == UCS_OK && length > 0 && length <= t->bytes) std::memcpy(t->buffer, &t->room->descriptor, length);
   op.ended(*t, status, length);
 }

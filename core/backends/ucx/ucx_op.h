@@ -116,11 +116,15 @@ class UcxOp {
   // The same-host path (ucx_same_host.cc).
   void postLoan(UcxTransfer& t, uint64_t channel);
   static void onLoanSent(void* request, ucs_status_t status, void* arg);
-  // A descriptor arrived for receive `t`: reads the loan and returns it.
-  void readLoan(UcxTransfer& t, ucs_status_t status, size_t length);
+  // A descriptor of `length` bytes arrived for receive `t`: reads the loan
+  // and returns it.
+  void readLoan(UcxTransfer& t, size_t length);
   // Withdraws the loans to `peer` (-1: every peer): their receivers can no
   // longer read them, and they end once UCX let go of their descriptors.
   void giveUpLoans(int peer);
+  // The same for loan `t`, which ends with its status (Cancelled unless
+  // its descriptor's send failed); a loan already returned just settles.
+  void giveUpLoan(UcxTransfer& t);
   void settleLoan(UcxTransfer& t);
   void settle();  // the last Entry left
 

@@ -122,8 +122,7 @@ void UcxOp::postLoan(UcxTransfer& t, uint64_t channel) {
   loan->in_ucx = false;
   if (UCS_PTR_IS_ERR(r)) {
     loan->status = UCS_PTR_STATUS(r);
-    loan->given_up = true;
-    settleLoan(t);
+    giveUpLoan(t);
     return;
   }
   engine_.needProgress();  // its return comes through progress
@@ -141,10 +140,10 @@ void UcxOp::onLoanSent(void* request, ucs_status_t status, void* arg) {
   t->loan->in_ucx = false;
   if (status != UCS_OK) {
     t->loan->status = status;
-    t->loan->given_up = true;
-    t->loan->ticket.withdraw();
+    op.giveUpLoan(*t);
+  } else {
+    op.settleLoan(*t);
   }
-  op.settleLoan(*t);
 }
 
 void UcxOp::loanReturned(UcxTransfer& t) {
@@ -157,13 +156,17 @@ void UcxOp::giveUpLoans(int peer) {
   for (UcxTransfer* t : posted_) {
     if (t->loan && (peer < 0 || t->peer == peer)) loans.push_back(t);
   }
-  for (UcxTransfer* t : loans) {
-    if (t->loan->returned || t->loan->given_up) continue;
-    t->loan->given_up = true;
-    t->loan->ticket.withdraw();
-    if (t->loan->status == UCS_OK) t->loan->status = UCS_ERR_CANCELED;
-    settleLoan(*t);
+  for (UcxTransfer* t : loans) giveUpLoan(*t);
+}
+
+void UcxOp::giveUpLoan(UcxTransfer& t) {
+  UcxLoan& loan = *t.loan;
+  if (!loan.returned && !loan.given_up) {
+    loan.given_up = true;
+    loan.ticket.withdraw();
+    if (loan.status == UCS_OK) loan.status = UCS_ERR_CANCELED;
   }
+  settleLoan(t);
 }
 
 void UcxOp::settleLoan(UcxTransfer& t) {
@@ -175,7 +178,7 @@ void UcxOp::settleLoan(UcxTransfer& t) {
   ended(t, loan.returned ? UCS_OK : loan.status, t.bytes);
 }
 
-void UcxOp::readLoan(UcxTransfer& t, ucs_status_t status, size_t length) {
+void UcxOp::readLoan(UcxTransfer& t, size_t length) {
   if (!world_) return ended(t, UCS_ERR_CANCELED, 0);
   samehost::CmaDescriptor d;
   if (length == sizeof d) std::memcpy(&d, t.room ? &t.room->descriptor : t.buffer, sizeof d);
@@ -189,7 +192,7 @@ void UcxOp::readLoan(UcxTransfer& t, ucs_status_t status, size_t length) {
   if (d.bytes != t.bytes) {
     // As a message that does not fit: the receive fails, the send is done.
     world_->returnLoan(t.peer, d.id);
-    return ended(t, status, d.bytes);
+    return ended(t, UCS_OK, d.bytes);
   }
   const int pid = world_->peerPid(t.peer);
   const int pidfd = world_->peerPidfd(t.peer);
