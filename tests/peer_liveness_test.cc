@@ -83,6 +83,21 @@ TEST_F(PeerLivenessTest, AVerdictAllowsAQuarterIntervalOfJitterAndNoMore) {
   EXPECT_TRUE(live_.overdue("peer", std::string_view(beat(3)), read + 975ms));
 }
 
+TEST_F(PeerLivenessTest, TheVerdictFallsDueAtTheFirstPeersLastNewBeatPlusTheTimeoutLessJitter) {
+  EXPECT_FALSE(live_.dueAt());
+  const Clock::time_point first = t_ + 100ms;
+  EXPECT_FALSE(live_.overdue("a", std::string_view(beat(1)), first));
+  EXPECT_FALSE(live_.overdue("b", std::string_view(beat(1)), first + 40ms));
+  ASSERT_TRUE(live_.dueAt());
+  EXPECT_EQ(*live_.dueAt(), first + 975ms);
+  // A read at that moment gives the verdict; one a moment before does not.
+  EXPECT_FALSE(live_.overdue("a", std::string_view(beat(1)), first + 974ms));
+  EXPECT_TRUE(live_.overdue("a", std::string_view(beat(1)), *live_.dueAt()));
+  // A new beat of "a" moves the due time to "b".
+  EXPECT_FALSE(live_.overdue("a", std::string_view(beat(2)), first + 980ms));
+  EXPECT_EQ(*live_.dueAt(), first + 1015ms);
+}
+
 TEST_F(PeerLivenessTest, ARestartGivesEveryPeerAFullTimeoutAgain) {
   EXPECT_FALSE(tick(beat(9)));
   for (int i = 0; i < 8; ++i) EXPECT_FALSE(tick(std::nullopt));

@@ -38,6 +38,15 @@ std::string PeerLiveness::describe(int rank, const std::string& member, std::opt
          (peer.beat > 0 ? "beat " + std::to_string(peer.beat) : std::string("none")) + ", and " + found;
 }
 
+std::optional<Clock::time_point> PeerLiveness::dueAt() const {
+  std::optional<Clock::time_point> due;
+  for (const auto& [member, peer] : peers_) {
+    const Clock::time_point at = peer.changed + timeout_ - jitter_;
+    if (!due || at < *due) due = at;
+  }
+  return due;
+}
+
 void PeerLiveness::restart(Clock::time_point at) {
   for (auto& [member, peer] : peers_) peer.changed = at;
 }

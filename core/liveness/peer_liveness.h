@@ -44,6 +44,11 @@ class PeerLiveness {
   // beat): it gave other proof of life then.
   void seen(const std::string& member, Clock::time_point at);
 
+  // When the first known peer falls overdue if no new beat is read before
+  // then; nullopt with no peers. A read at that moment gives the verdict
+  // on time rather than at the next tick, up to one interval later.
+  std::optional<Clock::time_point> dueAt() const;
+
   // Forgets peers not in `members`.
   void retain(const std::set<std::string>& members);
 

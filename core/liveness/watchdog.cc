@@ -157,6 +157,12 @@ void Watchdog::run() {
   for (;;) {
     auto now = Clock::now();
     Clock::time_point wake_at = next_tick;
+    // A verdict due before the next tick gets a read of its own then:
+    // judged only on ticks, a peer stopped just after a tick would be
+    // known up to one interval past its timeout, plus the ticks' lateness.
+    const auto due = liveness_.dueAt();
+    const bool read_due = due && *due > last_tick_ && *due >= judge_after_;
+    if (read_due) wake_at = std::min(wake_at, *due);
     if (!link_.connected()) wake_at = std::min(wake_at, link_.nextAttempt());
     int timeout_ms = static_cast<int>(
         std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now).count() + 1));
@@ -182,11 +188,15 @@ void Watchdog::run() {
         for (const auto& payload : link_.messages()) handleNotice(payload);
       }
       if (link_.connected()) notices_.deliver(link_.commands(), keys_, worldKeyTtl(cfg_));
-      if (Clock::now() >= next_tick) {
+      const auto now_after = Clock::now();
+      if (now_after >= next_tick) {
         if (link_.connected()) tick();
         link_.keepWatching();
         last_tick_ = Clock::now();
         next_tick = std::max(next_tick + cfg_.heartbeat_interval, Clock::now());
+      } else if (read_due && now_after >= *due && link_.connected()) {
+        tick();
+        last_tick_ = Clock::now();
       }
     } catch (const Error& e) {
       if (link_.connected()) link_.lost(e.what());
