@@ -14,6 +14,9 @@ enum class DeliveryOutcome : uint8_t {
   Truncated,
   // Cancelled, or given up because the peer left or the world closed.
   GivenUp,
+  // Receiving: the sender lent the message (the same-host path,
+  // core/same_host/cma.h); the buffer holds its descriptor.
+  Lent,
 };
 
 }  // namespace mw

@@ -11,18 +11,20 @@ void copyOut(void* to, const char* from, size_t n) {
   if (n > 0) std::memcpy(to, from, n);
 }
 
-DeliveryOutcome fits(size_t length, size_t bytes) {
-  return length > bytes ? DeliveryOutcome::Truncated : DeliveryOutcome::Delivered;
+DeliveryOutcome fits(size_t length, size_t bytes, bool lent) {
+  if (length > bytes) return DeliveryOutcome::Truncated;
+  return lent ? DeliveryOutcome::Lent : DeliveryOutcome::Delivered;
 }
 
 }  // namespace
 
 ReceiveOrder::Taken ReceiveOrder::arrive(uint64_t seq, uint64_t channel, const char* data, size_t length,
-                                         void* lender) {
+                                         void* lender, bool lent) {
   if (seq <= delivered_ || early_.count(seq)) return Taken::Duplicate;
   Arrival a;
   a.channel = channel;
   a.length = length;
+  a.lent = lent;
   if (seq != delivered_ + 1) {
     keep(a, data, lender);
     const Taken taken = a.lender ? Taken::Held : Taken::Copied;
@@ -60,7 +62,7 @@ void ReceiveOrder::next(Arrival a) {
   channel_of_.erase(r.id);
   copyOut(r.buffer, a.data, std::min(r.bytes, a.length));
   release(a);
-  r.done(fits(a.length, r.bytes), a.length);
+  r.done(fits(a.length, r.bytes, a.lent), a.length);
 }
 
 void ReceiveOrder::keep(Arrival& a, const char* data, void* lender) {
@@ -88,8 +90,9 @@ uint64_t ReceiveOrder::post(uint64_t channel, void* buffer, size_t bytes, Done d
     if (waiting->second.empty()) waiting_.erase(waiting);
     copyOut(buffer, a.data, std::min(bytes, a.length));
     const size_t length = a.length;
+    const bool lent = a.lent;
     release(a);
-    done(fits(length, bytes), length);
+    done(fits(length, bytes, lent), length);
     return 0;
   }
   const uint64_t id = next_id_++;

@@ -24,7 +24,8 @@ namespace mw {
 
 class ReceiveOrder {
  public:
-  // Delivered or Truncated with the sender's length, or GivenUp with 0.
+  // Delivered or Truncated with the sender's length, Lent with the
+  // descriptor's, or GivenUp with 0.
   // It may post or cancel receives.
   using Done = std::function<void(DeliveryOutcome, size_t length)>;
   // Gives back `data` (`length` bytes), lent by `lender` (see arrive()).
@@ -42,7 +43,9 @@ class ReceiveOrder {
   };
   // Message `seq` on `channel`. With a `lender`, the transport lets this
   // keep `data` until it is released; without, it is copied if it waits.
-  Taken arrive(uint64_t seq, uint64_t channel, const char* data, size_t length, void* lender);
+  // `lent`: `data` is the descriptor of a message the sender lends, and its
+  // receive ends Lent.
+  Taken arrive(uint64_t seq, uint64_t channel, const char* data, size_t length, void* lender, bool lent = false);
   // Every message up to this one was delivered: what an acknowledgement
   // carries.
   uint64_t delivered() const { return delivered_; }
@@ -66,6 +69,7 @@ class ReceiveOrder {
     const char* data = nullptr;
     size_t length = 0;
     void* lender = nullptr;
+    bool lent = false;
     std::vector<char> copy;
   };
   struct Posted {

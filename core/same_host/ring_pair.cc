@@ -1,0 +1,137 @@
+#include "core/same_host/ring_pair.h"
+
+#include <utility>
+
+namespace mw::samehost {
+
+RingPair::RingPair(uint64_t capacity) : writer_(capacity) {}
+
+RingPair::~RingPair() = default;
+
+void RingPair::attach(int peer_pidfd, const RingFds& theirs) {
+  reader_ = std::make_unique<RingReader>(peer_pidfd, theirs);
+}
+
+void RingPair::send(uint64_t channel, const void* data, size_t bytes, bool lent, SendDone done) {
+  if (given_up_ || bye_asked_ || !failure_.empty() || bytes > maxMessage() || (channel & kFlagMask) != 0) {
+    done(DeliveryOutcome::GivenUp);
+    return;
+  }
+  const uint64_t tag = channel | (lent ? kLentFlag : 0);
+  if (!backlogged()) {
+    switch (writer_.write(tag, data, bytes)) {
+      case RingWriter::Write::Written:
+        done(DeliveryOutcome::Delivered);
+        return;
+      case RingWriter::Write::Full:
+        break;
+      case RingWriter::Write::TooLarge:
+        done(DeliveryOutcome::GivenUp);
+        return;
+      case RingWriter::Write::Corrupt:
+        failure_ = "the peer's reading of this member's ring says what cannot be";
+        done(DeliveryOutcome::GivenUp);
+        return;
+    }
+  }
+  backlog_.push_back(Waiting{tag, data, bytes, std::move(done)});
+}
+
+void RingPair::sendBye() {
+  if (given_up_ || bye_asked_) return;
+  bye_asked_ = true;
+  bye_pending_ = true;
+  flush();
+}
+
+uint64_t RingPair::recv(uint64_t channel, void* buffer, size_t bytes, RecvDone done) {
+  if (given_up_) {
+    done(DeliveryOutcome::GivenUp, 0);
+    return 0;
+  }
+  return order_.post(channel, buffer, bytes, std::move(done));
+}
+
+bool RingPair::flush() {
+  bool moved = false;
+  while (!backlog_.empty() && !given_up_) {
+    Waiting& w = backlog_.front();
+    const RingWriter::Write r = writer_.write(w.tag, w.data, w.bytes);
+    if (r == RingWriter::Write::Full) return moved;  // the space fd fires once there is room
+    if (r == RingWriter::Write::Corrupt) {
+      failure_ = "the peer's reading of this member's ring says what cannot be";
+      return moved;
+    }
+    SendDone done = std::move(w.done);
+    backlog_.pop_front();
+    moved = true;
+    // TooLarge cannot wait here: send() refused it.
+    done(r == RingWriter::Write::Written ? DeliveryOutcome::Delivered : DeliveryOutcome::GivenUp);
+  }
+  if (bye_pending_ && backlog_.empty() && !given_up_ &&
+      writer_.write(kByeTag, nullptr, 0) == RingWriter::Write::Written) {
+    bye_pending_ = false;
+    moved = true;
+  }
+  return moved;
+}
+
+bool RingPair::drain() {
+  if (!reader_) return false;
+  bool moved = false;
+  RingMessage m;
+  while (!given_up_ && failure_.empty()) {
+    const RingReader::Read r = reader_->next(&m);
+    if (r == RingReader::Read::Empty) break;
+    if (r == RingReader::Read::Corrupt) {
+      failure_ = "its ring: " + reader_->corruption();
+      break;
+    }
+    const uint64_t flags = m.tag & kFlagMask;
+    if (bye_seen_ || (flags != 0 && flags != kLentFlag && m.tag != kByeTag)) {
+      failure_ = bye_seen_ ? "its ring holds a message after its goodbye"
+                           : "its ring holds a message tagged " + std::to_string(m.tag);
+      break;
+    }
+    moved = true;
+    if (m.tag == kByeTag) {
+      bye_seen_ = true;
+    } else {
+      // Copied out (to a receive, or to wait) before it returns.
+      order_.arrive(++arrivals_, m.tag & ~kFlagMask, m.data, m.bytes, nullptr, flags == kLentFlag);
+    }
+    reader_->consume();
+  }
+  return moved;
+}
+
+bool RingPair::progress() {
+  if (given_up_ || !failure_.empty()) return false;
+  bool moved = false;
+  if (backlogged()) {
+    writer_.drainSpace();
+    moved = flush();
+  }
+  return drain() || moved;
+}
+
+bool RingPair::armWake() { return reader_ ? reader_->armWake() : true; }
+
+void RingPair::disarmWake() {
+  if (reader_) reader_->disarmWake();
+}
+
+int RingPair::wakeFd() const { return reader_ ? reader_->wakeFd() : -1; }
+
+void RingPair::giveUp() {
+  if (given_up_) return;
+  given_up_ = true;
+  bye_pending_ = false;
+  std::deque<Waiting> ending = std::move(backlog_);
+  backlog_.clear();
+  for (Waiting& w : ending) w.done(DeliveryOutcome::GivenUp);
+  order_.giveUp();
+  order_.dropArrivals();
+}
+
+}  // namespace mw::samehost

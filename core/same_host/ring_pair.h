@@ -1,0 +1,111 @@
+// The two rings between a member and one peer of its host in one world:
+// the one it writes (RingWriter) and the one the peer writes and it reads
+// (RingReader), with what the transport needs around them: sends that
+// found the ring full wait in order (the backlog), and arrivals are
+// matched to receives by channel, oldest first, as tag matching would
+// (core/delivery/receive_order.h).
+//
+// A message goes whole into the ring or waits; one of same_host_min_bytes
+// or more is lent (core/same_host/cma.h) and only its descriptor goes, so
+// every message the ring carries fits it. A goodbye goes after everything
+// sent before it.
+//
+// Holds no thread and never sleeps: the owner (the engine's owner, for UCX
+// worlds) calls progress() when the reader's wake fd or the writer's space
+// fd fires, or while it spins. Nothing here locks.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/delivery/receive_order.h"
+#include "core/same_host/ring.h"
+
+namespace mw::samehost {
+
+class RingPair {
+ public:
+  using SendDone = std::function<void(DeliveryOutcome)>;
+  using RecvDone = ReceiveOrder::Done;
+
+  // Creates the ring this member writes (`capacity` bytes; see RingWriter).
+  explicit RingPair(uint64_t capacity);
+  // Callbacks still pending are dropped: giveUp() first runs them.
+  ~RingPair();
+  RingPair(const RingPair&) = delete;
+  RingPair& operator=(const RingPair&) = delete;
+
+  // What the peer takes to read this member's ring.
+  RingFds offer() const { return writer_.fds(); }
+  // Takes the peer's ring out of its process; throws as RingReader does.
+  void attach(int peer_pidfd, const RingFds& theirs);
+  bool attached() const { return reader_ != nullptr; }
+  // The largest message send() takes.
+  size_t maxMessage() const { return writer_.maxMessage(); }
+
+  // Sends `bytes` of `data` on `channel` (below 2^56). `lent`: `data` is a
+  // descriptor. Written into the ring now, `done` (Delivered) runs before
+  // this returns; else the send waits, behind any send before it, and the
+  // caller's `data` must stay until `done`. TooLarge sends fail (GivenUp)
+  // at once.
+  void send(uint64_t channel, const void* data, size_t bytes, bool lent, SendDone done);
+  // After every send so far: tells the peer this member left. Sends
+  // after it fail (GivenUp).
+  void sendBye();
+  // A receive on `channel`; 0 when it ended inside the call, else an id
+  // for cancelRecv().
+  uint64_t recv(uint64_t channel, void* buffer, size_t bytes, RecvDone done);
+  bool cancelRecv(uint64_t id) { return order_.cancel(id); }
+  bool arrived(uint64_t channel) const { return order_.waiting(channel); }
+
+  // Moves what can move: waiting sends into the ring, arrivals to their
+  // receives. True when anything moved. Stops at a corrupt ring.
+  bool progress();
+  // The peer's goodbye came: what it sent before is delivered or waits.
+  bool byeSeen() const { return bye_seen_; }
+  // Sends wait for room: spaceFd() says when there is.
+  bool backlogged() const { return !backlog_.empty() || bye_pending_; }
+  int spaceFd() const { return writer_.spaceFd(); }
+  // Before the owner sleeps: asks for a wake on wakeFd(). False when a
+  // message came meanwhile. After waking: disarmWake().
+  bool armWake();
+  void disarmWake();
+  int wakeFd() const;
+  // Why the peer's ring (or its reading of ours) cannot be trusted, "" if
+  // it can.
+  const std::string& failure() const { return failure_; }
+
+  // The world is going: every waiting send and posted receive ends
+  // (GivenUp), and nothing more is sent or read.
+  void giveUp();
+
+ private:
+  struct Waiting {
+    uint64_t tag;
+    const void* data;
+    size_t bytes;
+    SendDone done;
+  };
+  // The ring's tag: the channel, with flags in the top byte.
+  static constexpr uint64_t kLentFlag = 1ull << 56;
+  static constexpr uint64_t kByeTag = 2ull << 56;
+  static constexpr uint64_t kFlagMask = 0xffull << 56;
+  bool flush();  // the backlog into the ring: true when anything went
+  bool drain();  // the peer's ring to the receives: true when anything came
+
+  RingWriter writer_;
+  std::unique_ptr<RingReader> reader_;
+  ReceiveOrder order_;
+  uint64_t arrivals_ = 0;  // the sequence number ReceiveOrder wants
+  std::deque<Waiting> backlog_;
+  bool bye_asked_ = false;    // sendBye() ran: nothing more is sent
+  bool bye_pending_ = false;  // and the goodbye is not in the ring yet
+  bool bye_seen_ = false;
+  bool given_up_ = false;
+  std::string failure_;
+};
+
+}  // namespace mw::samehost
