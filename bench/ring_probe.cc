@@ -73,6 +73,7 @@ struct RingSide {
       }
       if (sleep && in->armWake()) {
         waitReadable(in->wakeFd());
+        in->drainWake();
         in->disarmWake();
       }
     }

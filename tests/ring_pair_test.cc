@@ -161,7 +161,35 @@ TEST_F(RingPairTest, WhatTheRingCannotCarryFailsAtOnce) {
   a.send(1, big.data(), big.size(), false, [&](DeliveryOutcome r) { o = r; });
   EXPECT_EQ(o, DeliveryOutcome::GivenUp);
   o = DeliveryOutcome::Delivered;
-  a.send(1ull << 60, "x", 1, false, [&](DeliveryOutcome r) { o = r; });  // a channel in the flag byte
+  a.send(1ull << 40, "x", 1, false, [&](DeliveryOutcome r) { o = r; });  // a channel past 32 bits
+  EXPECT_EQ(o, DeliveryOutcome::GivenUp);
+}
+
+TEST_F(RingPairTest, WordsAndMarkersReachTheirHooksInOrder) {
+  RingPair a(4096), b(4096);
+  join(a, b);
+  std::vector<uint64_t> words;
+  std::vector<uint32_t> matched;
+  b.onWord([&](uint64_t w) { words.push_back(w); });
+  b.onMatched([&](uint32_t m) { matched.push_back(m); });
+  std::vector<char> big(a.maxMessage(), 'y');  // fills the ring
+  a.send(5, big.data(), big.size(), false, [](DeliveryOutcome) {});
+  a.send(5, "marked", 7, false, [](DeliveryOutcome) {}, 77);  // waits for room
+  a.sendWord(0x1234);                                          // behind it
+  EXPECT_TRUE(a.backlogged());
+  settle(a, b);
+  ASSERT_EQ(words.size(), 1u);
+  EXPECT_EQ(words[0], 0x1234u);
+  EXPECT_TRUE(matched.empty());  // arrived, not yet taken by a receive
+  Received first(4096), second(8);
+  b.recv(5, first.buf.data(), first.buf.size(), first.callback());
+  EXPECT_TRUE(matched.empty());
+  b.recv(5, second.buf.data(), second.buf.size(), second.callback());
+  ASSERT_EQ(matched.size(), 1u);
+  EXPECT_EQ(matched[0], 77u);
+  EXPECT_STREQ(second.buf.data(), "marked");
+  DeliveryOutcome o = DeliveryOutcome::Delivered;
+  a.send(5, "x", 1, false, [&](DeliveryOutcome r) { o = r; }, 1u << 24);  // past 24 bits
   EXPECT_EQ(o, DeliveryOutcome::GivenUp);
 }
 

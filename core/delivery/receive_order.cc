@@ -19,12 +19,13 @@ DeliveryOutcome fits(size_t length, size_t bytes, bool lent) {
 }  // namespace
 
 ReceiveOrder::Taken ReceiveOrder::arrive(uint64_t seq, uint64_t channel, const char* data, size_t length,
-                                         void* lender, bool lent) {
+                                         void* lender, bool lent, uint64_t note) {
   if (seq <= delivered_ || early_.count(seq)) return Taken::Duplicate;
   Arrival a;
   a.channel = channel;
   a.length = length;
   a.lent = lent;
+  a.note = note;
   if (seq != delivered_ + 1) {
     keep(a, data, lender);
     const Taken taken = a.lender ? Taken::Held : Taken::Copied;
@@ -62,6 +63,7 @@ void ReceiveOrder::next(Arrival a) {
   channel_of_.erase(r.id);
   copyOut(r.buffer, a.data, std::min(r.bytes, a.length));
   release(a);
+  if (a.note && matched_) matched_(a.note);
   r.done(fits(a.length, r.bytes, a.lent), a.length);
 }
 
@@ -91,7 +93,9 @@ uint64_t ReceiveOrder::post(uint64_t channel, void* buffer, size_t bytes, Done d
     copyOut(buffer, a.data, std::min(bytes, a.length));
     const size_t length = a.length;
     const bool lent = a.lent;
+    const uint64_t note = a.note;
     release(a);
+    if (note && matched_) matched_(note);
     done(fits(length, bytes, lent), length);
     return 0;
   }

@@ -44,8 +44,12 @@ class ReceiveOrder {
   // Message `seq` on `channel`. With a `lender`, the transport lets this
   // keep `data` until it is released; without, it is copied if it waits.
   // `lent`: `data` is the descriptor of a message the sender lends, and its
-  // receive ends Lent.
-  Taken arrive(uint64_t seq, uint64_t channel, const char* data, size_t length, void* lender, bool lent = false);
+  // receive ends Lent. `note` (not 0) goes to the matched hook once a
+  // receive took the message.
+  Taken arrive(uint64_t seq, uint64_t channel, const char* data, size_t length, void* lender, bool lent = false,
+               uint64_t note = 0);
+  // Called with an arrival's note when a receive takes it.
+  void onMatched(std::function<void(uint64_t note)> matched) { matched_ = std::move(matched); }
   // Every message up to this one was delivered: what an acknowledgement
   // carries.
   uint64_t delivered() const { return delivered_; }
@@ -70,6 +74,7 @@ class ReceiveOrder {
     size_t length = 0;
     void* lender = nullptr;
     bool lent = false;
+    uint64_t note = 0;
     std::vector<char> copy;
   };
   struct Posted {
@@ -86,6 +91,7 @@ class ReceiveOrder {
   void release(Arrival& a);
 
   Release release_ = nullptr;
+  std::function<void(uint64_t)> matched_;
   uint64_t delivered_ = 0;
   uint64_t next_id_ = 1;
   std::map<uint64_t, uint64_t> channel_of_;  // a posted receive's id: its channel

@@ -1,6 +1,7 @@
 #include "core/same_host/probe.h"
 
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -54,6 +55,22 @@ std::string probeReadable(int pid, uint64_t address, uint64_t value) {
     return "pid " + std::to_string(pid) + " is not the process that published it (another pid namespace?)";
   }
   return "";
+}
+
+std::string probeTakesFds(int pid, int pidfd) {
+  // The kernel checks the caller's access before it looks the descriptor
+  // up: a number no process holds says EBADF when access is granted.
+  constexpr int kNoSuchFd = 0x7ffffff0;
+  const long fd = syscall(SYS_pidfd_getfd, pidfd, kNoSuchFd, 0);
+  if (fd >= 0) {
+    ::close(static_cast<int>(fd));
+    return "";
+  }
+  const int e = errno;
+  if (e == EBADF) return "";
+  std::string why = std::string("pidfd_getfd of pid ") + std::to_string(pid) + " failed: " + strerror(e);
+  if (e == EPERM) why += " (Yama ptrace_scope, a missing CAP_SYS_PTRACE, or seccomp)";
+  return why;
 }
 
 }  // namespace mw::samehost

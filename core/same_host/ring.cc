@@ -291,9 +291,8 @@ bool RingReader::armWake() {
   return true;
 }
 
-void RingReader::disarmWake() {
-  map_->header()->reader_asleep.store(0, std::memory_order_relaxed);
-  drain(wake_fd_);
-}
+void RingReader::disarmWake() { map_->header()->reader_asleep.store(0, std::memory_order_relaxed); }
+
+void RingReader::drainWake() { drain(wake_fd_); }
 
 }  // namespace mw::samehost

@@ -127,8 +127,10 @@ class RingReader {
   // Before sleeping on wakeFd(): asks the writer for a wake. False when a
   // message arrived meanwhile (then nothing is armed).
   bool armWake();
-  // After waking (or not sleeping after all): clears the request and wakeFd().
+  // After waking (or not sleeping after all): withdraws the request.
   void disarmWake();
+  // Clears wakeFd() once it fired.
+  void drainWake();
   int wakeFd() const { return wake_fd_; }
   const std::string& corruption() const { return corruption_; }
 

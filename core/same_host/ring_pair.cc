@@ -1,10 +1,15 @@
 #include "core/same_host/ring_pair.h"
 
+#include <cstring>
 #include <utility>
 
 namespace mw::samehost {
 
-RingPair::RingPair(uint64_t capacity) : writer_(capacity) {}
+RingPair::RingPair(uint64_t capacity) : writer_(capacity) {
+  order_.onMatched([this](uint64_t marker) {
+    if (matched_) matched_(static_cast<uint32_t>(marker));
+  });
+}
 
 RingPair::~RingPair() = default;
 
@@ -12,12 +17,13 @@ void RingPair::attach(int peer_pidfd, const RingFds& theirs) {
   reader_ = std::make_unique<RingReader>(peer_pidfd, theirs);
 }
 
-void RingPair::send(uint64_t channel, const void* data, size_t bytes, bool lent, SendDone done) {
-  if (given_up_ || bye_asked_ || !failure_.empty() || bytes > maxMessage() || (channel & kFlagMask) != 0) {
+void RingPair::send(uint64_t channel, const void* data, size_t bytes, bool lent, SendDone done, uint32_t marker) {
+  if (given_up_ || sends_abandoned_ || bye_asked_ || !failure_.empty() || bytes > maxMessage() ||
+      (channel & ~kChannelMask) != 0 || marker > (kMarkerMask >> kMarkerShift)) {
     done(DeliveryOutcome::GivenUp);
     return;
   }
-  const uint64_t tag = channel | (lent ? kLentFlag : 0);
+  const uint64_t tag = channel | uint64_t{marker} << kMarkerShift | (lent ? kLentFlag : 0);
   if (!backlogged()) {
     switch (writer_.write(tag, data, bytes)) {
       case RingWriter::Write::Written:
@@ -37,6 +43,12 @@ void RingPair::send(uint64_t channel, const void* data, size_t bytes, bool lent,
   backlog_.push_back(Waiting{tag, data, bytes, std::move(done)});
 }
 
+void RingPair::sendWord(uint64_t word) {
+  if (given_up_ || sends_abandoned_ || !failure_.empty()) return;
+  if (!backlogged() && writer_.write(kWordTag, &word, sizeof word) == RingWriter::Write::Written) return;
+  backlog_.push_back(Waiting{kWordTag, nullptr, sizeof word, [](DeliveryOutcome) {}, word});
+}
+
 void RingPair::sendBye() {
   if (given_up_ || bye_asked_) return;
   bye_asked_ = true;
@@ -54,9 +66,9 @@ uint64_t RingPair::recv(uint64_t channel, void* buffer, size_t bytes, RecvDone d
 
 bool RingPair::flush() {
   bool moved = false;
-  while (!backlog_.empty() && !given_up_) {
+  while (!backlog_.empty() && !given_up_ && !sends_abandoned_) {
     Waiting& w = backlog_.front();
-    const RingWriter::Write r = writer_.write(w.tag, w.data, w.bytes);
+    const RingWriter::Write r = writer_.write(w.tag, w.tag == kWordTag ? &w.word : w.data, w.bytes);
     if (r == RingWriter::Write::Full) return moved;  // the space fd fires once there is room
     if (r == RingWriter::Write::Corrupt) {
       failure_ = "the peer's reading of this member's ring says what cannot be";
@@ -88,7 +100,8 @@ bool RingPair::drain() {
       break;
     }
     const uint64_t flags = m.tag & kFlagMask;
-    if (bye_seen_ || (flags != 0 && flags != kLentFlag && m.tag != kByeTag)) {
+    const bool word = m.tag == kWordTag && m.bytes == sizeof(uint64_t);
+    if (bye_seen_ || (flags != 0 && flags != kLentFlag && m.tag != kByeTag && !word)) {
       failure_ = bye_seen_ ? "its ring holds a message after its goodbye"
                            : "its ring holds a message tagged " + std::to_string(m.tag);
       break;
@@ -96,9 +109,16 @@ bool RingPair::drain() {
     moved = true;
     if (m.tag == kByeTag) {
       bye_seen_ = true;
+    } else if (word) {
+      uint64_t value;
+      std::memcpy(&value, m.data, sizeof value);
+      reader_->consume();  // before the hook, which may send or give up
+      if (word_) word_(value);
+      continue;
     } else {
       // Copied out (to a receive, or to wait) before it returns.
-      order_.arrive(++arrivals_, m.tag & ~kFlagMask, m.data, m.bytes, nullptr, flags == kLentFlag);
+      order_.arrive(++arrivals_, m.tag & kChannelMask, m.data, m.bytes, nullptr, flags == kLentFlag,
+                    (m.tag & kMarkerMask) >> kMarkerShift);
     }
     reader_->consume();
   }
@@ -108,10 +128,7 @@ bool RingPair::drain() {
 bool RingPair::progress() {
   if (given_up_ || !failure_.empty()) return false;
   bool moved = false;
-  if (backlogged()) {
-    writer_.drainSpace();
-    moved = flush();
-  }
+  if (backlogged()) moved = flush();
   return drain() || moved;
 }
 
@@ -123,13 +140,18 @@ void RingPair::disarmWake() {
 
 int RingPair::wakeFd() const { return reader_ ? reader_->wakeFd() : -1; }
 
-void RingPair::giveUp() {
-  if (given_up_) return;
-  given_up_ = true;
+void RingPair::abandonSends() {
+  sends_abandoned_ = true;
   bye_pending_ = false;
   std::deque<Waiting> ending = std::move(backlog_);
   backlog_.clear();
   for (Waiting& w : ending) w.done(DeliveryOutcome::GivenUp);
+}
+
+void RingPair::giveUp() {
+  if (given_up_) return;
+  given_up_ = true;
+  abandonSends();
   order_.giveUp();
   order_.dropArrivals();
 }

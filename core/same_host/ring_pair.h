@@ -46,12 +46,20 @@ class RingPair {
   // The largest message send() takes.
   size_t maxMessage() const { return writer_.maxMessage(); }
 
-  // Sends `bytes` of `data` on `channel` (below 2^56). `lent`: `data` is a
-  // descriptor. Written into the ring now, `done` (Delivered) runs before
-  // this returns; else the send waits, behind any send before it, and the
-  // caller's `data` must stay until `done`. TooLarge sends fail (GivenUp)
-  // at once.
-  void send(uint64_t channel, const void* data, size_t bytes, bool lent, SendDone done);
+  // Sends `bytes` of `data` on `channel` (below 2^32). `lent`: `data` is a
+  // descriptor. `marker` (below 2^24, not 0): the peer's matched hook gets
+  // it once a receive took the message. Written into the ring now, `done`
+  // (Delivered) runs before this returns; else the send waits, behind any
+  // send before it, and the caller's `data` must stay until `done`. What
+  // the ring cannot carry fails (GivenUp) at once.
+  void send(uint64_t channel, const void* data, size_t bytes, bool lent, SendDone done, uint32_t marker = 0);
+  // Called with the marker of a message of the peer's once a receive here
+  // took it.
+  void onMatched(std::function<void(uint32_t marker)> matched) { matched_ = std::move(matched); }
+  // A word for the peer's word hook (a control word of the transport),
+  // behind every send before it; dropped when the ring is given up.
+  void sendWord(uint64_t word);
+  void onWord(std::function<void(uint64_t word)> word) { word_ = std::move(word); }
   // After every send so far: tells the peer this member left. Sends
   // after it fail (GivenUp).
   void sendBye();
@@ -70,7 +78,8 @@ class RingPair {
   bool backlogged() const { return !backlog_.empty() || bye_pending_; }
   int spaceFd() const { return writer_.spaceFd(); }
   // Before the owner sleeps: asks for a wake on wakeFd(). False when a
-  // message came meanwhile. After waking: disarmWake().
+  // message came meanwhile. After waking: disarmWake(); the owner reads
+  // wakeFd() and spaceFd() itself when they fire.
   bool armWake();
   void disarmWake();
   int wakeFd() const;
@@ -78,6 +87,9 @@ class RingPair {
   // it can.
   const std::string& failure() const { return failure_; }
 
+  // The peer is gone: every waiting send ends (GivenUp) and nothing more
+  // is sent; what it sent can still be received.
+  void abandonSends();
   // The world is going: every waiting send and posted receive ends
   // (GivenUp), and nothing more is sent or read.
   void giveUp();
@@ -88,10 +100,16 @@ class RingPair {
     const void* data;
     size_t bytes;
     SendDone done;
+    uint64_t word = 0;  // a word's own copy: `data` points here once it waits
   };
-  // The ring's tag: the channel, with flags in the top byte.
+  // The ring's tag: the channel below bit 32, a marker from bit 32, flags
+  // in the top byte.
+  static constexpr uint64_t kChannelMask = 0xffffffffull;
+  static constexpr int kMarkerShift = 32;
+  static constexpr uint64_t kMarkerMask = 0xffffffull << kMarkerShift;
   static constexpr uint64_t kLentFlag = 1ull << 56;
   static constexpr uint64_t kByeTag = 2ull << 56;
+  static constexpr uint64_t kWordTag = 3ull << 56;
   static constexpr uint64_t kFlagMask = 0xffull << 56;
   bool flush();  // the backlog into the ring: true when anything went
   bool drain();  // the peer's ring to the receives: true when anything came
@@ -105,7 +123,10 @@ class RingPair {
   bool bye_pending_ = false;  // and the goodbye is not in the ring yet
   bool bye_seen_ = false;
   bool given_up_ = false;
+  bool sends_abandoned_ = false;
   std::string failure_;
+  std::function<void(uint32_t)> matched_;
+  std::function<void(uint64_t)> word_;
 };
 
 }  // namespace mw::samehost

@@ -289,6 +289,7 @@ bool UcxEngine::progress(int rounds) {
   forEachWorker([&](ucp_worker_h w) {
     for (int i = 0; i < rounds && ucp_worker_progress(w) != 0; ++i) any = true;
   });
+  any = pollSources() || any;
   runDeferred();
   return any;
 }
@@ -362,6 +363,7 @@ void UcxEngine::run() {
   auto last_progress = std::chrono::steady_clock::time_point();
   for (;;) {
     if (!own_.acquireHome(kPatience)) return;
+    disarmSources();  // asleep no more: the rings' writers need not wake it
     ucs_status_t armed;
     bool sends_wait;
     std::chrono::steady_clock::time_point next_timer;
@@ -382,6 +384,7 @@ void UcxEngine::run() {
       polling = transfers_ > 0 && now - last_progress < kStallLimit && !app_drives;
       next_timer = timers_.next();  // turn() fired what was due
       armed = armAll();
+      if (!armSources()) armed = UCS_ERR_BUSY;  // a ring holds messages: look again at once
       sends_wait = waiting_sends_ > 0;
       if (own_.tryRelease()) break;  // else work was posted meanwhile
     }
@@ -414,6 +417,8 @@ void UcxEngine::run() {
         uint64_t v;
         ssize_t got = ::read(tag == kWakeTag ? wake_fd_ : look_fd_, &v, sizeof v);
         (void)got;
+      } else if ((tag & (0xffull << 56)) == kSourceTag) {
+        drainSourceFd(tag);
       }
     }
   }

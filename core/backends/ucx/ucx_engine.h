@@ -153,6 +153,21 @@ class UcxEngine : public ProgressDriver {
   FdWatchId watchFd(int fd, uint32_t events, std::function<void(uint32_t)> ready);
   void unwatchFd(FdWatchId id);
 
+  // Owner: a source of messages beside the workers, polled like them
+  // (ucx_engine_sources.cc): the same-host rings. `poll` moves what can
+  // move, true when anything did; each progress() calls it. Before the
+  // owner sleeps, `arm` asks for a wake (false: something is there, do not
+  // sleep); after, `disarm`. `fds` (eventfds) wake the owner; it reads
+  // them when they fire. The caller keeps owning the fds.
+  struct Source {
+    std::function<bool()> poll, arm;
+    std::function<void()> disarm;
+    std::vector<int> fds;
+  };
+  using SourceId = uint64_t;
+  SourceId addSource(Source source);
+  void removeSource(SourceId id);
+
   // Owner: runs `fire` on the owner at `when` (op_timeout_ms). Cancelling
   // a timer that fired does nothing.
   using TimerId = TimerQueue::Id;
@@ -172,6 +187,7 @@ class UcxEngine : public ProgressDriver {
   static constexpr uint64_t kPidTag = 3ull << 56;
   static constexpr uint64_t kFdTag = 4ull << 56;
   static constexpr uint64_t kLookTag = 5ull << 56;
+  static constexpr uint64_t kSourceTag = 6ull << 56;  // | the fd
 
   struct PathWorker {
     ucp_context_h context = nullptr;
@@ -207,6 +223,13 @@ class UcxEngine : public ProgressDriver {
     for (const PathWorker& p : paths_) f(p.worker);
   }
   void runDeferred();  // owner
+  // Owner (ucx_engine_sources.cc): every source polled, true when any
+  // moved; every source armed, false when one has something; disarmed; an
+  // eventfd of a source that fired, read.
+  bool pollSources();
+  bool armSources();
+  void disarmSources();
+  void drainSourceFd(uint64_t tag);
   // A waiter spinning on the workers keeps them out of the mw-ucx thread's
   // epoll set: each arrival would wake that thread only for it to find the
   // engine taken. They come back when the last waiter ran out of spin, or
@@ -246,6 +269,9 @@ class UcxEngine : public ProgressDriver {
   std::mutex mask_m_;
   int spinners_ = 0;     // under mask_m_
   bool masked_ = false;  // under mask_m_
+  // The sources' eventfds, masked with the workers: a writer's wake meant
+  // for mw-ucx must not pull it onto a CPU a spinning waiter serves.
+  std::vector<int> source_fds_;  // under mask_m_
   // When an application thread last issued an operation or waited
   // (steady_clock ticks): while they keep coming, the mw-ucx thread does
   // not poll beside them.
@@ -260,6 +286,10 @@ class UcxEngine : public ProgressDriver {
     std::function<void(uint32_t)> ready;
   };
   std::map<FdWatchId, FdWatch> fd_watches_;
+  std::map<SourceId, Source> sources_;
+  SourceId next_source_ = 1;
+  bool polling_sources_ = false;  // inside pollSources: removals wait
+  std::vector<SourceId> removed_sources_;
   FdWatchId next_fd_watch_ = 1;
   WatchId next_watch_ = 1;
   TimerQueue timers_;

@@ -84,19 +84,24 @@ bool UcxEngine::sleepOwning(const std::function<bool()>& done, std::chrono::stea
     // Armed, a worker's fd reports what arrives from now on; busy, it has
     // events waiting, and the spin below takes them. Work posted since
     // the last turn is run by that spin, too.
-    if (armAll() == UCS_OK && own_.ownerSleeps()) {
+    if (armAll() == UCS_OK && armSources() && own_.ownerSleeps()) {
       epoll_event events[4];
       // Until the next timer at most: turn() fires it.
       const auto sleep = std::max(Clock::duration::zero(), std::min(until, timers_.next()) - now);
       const int n = waitEvents(sleep_fd_, events, 4, sleep);
       own_.ownerAwake();
       for (int i = 0; i < n; ++i) {
-        if (events[i].data.u64 != kWakeTag) continue;
-        uint64_t v;
-        ssize_t got = ::read(owner_wake_fd_, &v, sizeof v);
-        (void)got;
+        const uint64_t tag = events[i].data.u64;
+        if ((tag & (0xffull << 56)) == kSourceTag) {
+          drainSourceFd(tag);
+        } else if (tag == kWakeTag) {
+          uint64_t v;
+          ssize_t got = ::read(owner_wake_fd_, &v, sizeof v);
+          (void)got;
+        }
       }
     }
+    disarmSources();
     auto end = std::min(until, Clock::now() + spin_);
     for (unsigned i = 1;; ++i) {
       if (turn(1)) end = std::min(until, Clock::now() + spin_);
@@ -137,6 +142,10 @@ void UcxEngine::maskWorkers(bool out) {
   ev.data.u64 = kWorkerTag;
   epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, worker_fd_, &ev);
   for (const PathWorker& p : paths_) epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, p.fd, &ev);
+  for (int fd : source_fds_) {
+    ev.data.u64 = kSourceTag | static_cast<uint32_t>(fd);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev);
+  }
   masked_ = out;
 }
 
