@@ -1,6 +1,6 @@
 // The same-host path of UCX worlds (core/backends/ucx/ucx_same_host.h):
 // large messages between members of one host move by process_vm_readv, in
-// order with the small ones that take TCP; a member killed mid-transfer
+// order with the small ones that take the pair's rings; a member killed mid-transfer
 // fails only its own world; a pair the kernel refuses stays on TCP. Each
 // test that moves data checks where it went: through loopback (TCP) or
 // not. They run alone (label fault), so that no other test's traffic
@@ -116,6 +116,22 @@ TEST(SameHost, LargeMessagesBypassLoopbackAndOffKeepsThemOnIt) {
   ASSERT_GE(tcp, 0);
   std::printf("payload %lld bytes; loopback carried %lld (auto), %lld (off)\n", payload, lent, tcp);
   EXPECT_LT(lent, payload / 16) << "auto: loopback carried " << lent << " bytes of a " << payload << "-byte payload";
+  EXPECT_GT(tcp, payload) << "off: loopback carried " << tcp << " bytes of a " << payload << "-byte payload";
+}
+
+// Small messages take the pair's rings: loopback carries only the few
+// control words (the pacing's answers), not the payload.
+TEST(SameHost, SmallMessagesTakeTheRingsAndOffKeepsThemOnLoopback) {
+  if (skipUnlessUcx()) GTEST_SKIP() << "the same-host path is the UCX backend's";
+  constexpr int kMessages = 4000;
+  constexpr size_t kWords = 1024;  // 8 KiB: inline, below same_host_min_bytes
+  const long long payload = 2LL * kMessages * kWords * 8;
+  const long long ring = exchangeAndCount(kAuto, kMessages, kWords);
+  const long long tcp = exchangeAndCount(kOff, kMessages, kWords);
+  ASSERT_GE(ring, 0);
+  ASSERT_GE(tcp, 0);
+  std::printf("payload %lld bytes; loopback carried %lld (auto), %lld (off)\n", payload, ring, tcp);
+  EXPECT_LT(ring, payload / 16) << "auto: loopback carried " << ring << " bytes of a " << payload << "-byte payload";
   EXPECT_GT(tcp, payload) << "off: loopback carried " << tcp << " bytes of a " << payload << "-byte payload";
 }
 
@@ -370,13 +386,13 @@ TEST(SameHost, AReceiverKilledMidReadBreaksTheSendersWorld) {
   EXPECT_TRUE(tested) << "the receiver finished its copy before every kill";
 }
 
-// seccomp makes process_vm_readv fail with EPERM in the receiver, as Yama
-// or a container without CAP_SYS_PTRACE would: the pair stays on TCP, the
-// data arrives, and the log says why.
-int refuseProcessVmReadv() {
+// seccomp makes process_vm_readv or pidfd_getfd fail with EPERM in the
+// receiver, as Yama or a container without CAP_SYS_PTRACE would: the pair
+// stays on TCP, the data arrives, and the log says why.
+int refuseSyscall(long nr) {
   sock_filter filter[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
@@ -385,8 +401,9 @@ int refuseProcessVmReadv() {
   return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
 
-TEST(SameHost, APairTheKernelRefusesStaysOnTcpAndSaysSo) {
-  if (skipUnlessUcx()) GTEST_SKIP() << "the same-host path is the UCX backend's";
+// Rank 0 refused `nr` by seccomp receives from rank 1: loopback carries the
+// payload, and rank 0's log names the refusal of `call`.
+void refusedPairStaysOnTcp(long nr, const char* call) {
   constexpr int kMessages = 8;
   constexpr size_t kWords = (4 << 20) / 8;
   mwtest::RedisServer redis;
@@ -396,7 +413,7 @@ TEST(SameHost, APairTheKernelRefusesStaysOnTcpAndSaysSo) {
     char log_path[] = "/tmp/mw_same_host_log_XXXXXX";
     int log_fd = -1, saved_stderr = -1;
     if (rank == 0) {
-      MWT_REQUIRE(refuseProcessVmReadv() == 0);
+      MWT_REQUIRE(refuseSyscall(nr) == 0);
       // What the library logs while the world forms goes to a file.
       log_fd = mkstemp(log_path);
       MWT_REQUIRE(log_fd >= 0);
@@ -415,7 +432,7 @@ TEST(SameHost, APairTheKernelRefusesStaysOnTcpAndSaysSo) {
       close(log_fd);
       unlink(log_path);
       MWT_REQUIRE(joined && met);
-      if (log.find("stays on TCP to rank 1") == std::string::npos ||
+      if (log.find("stays on TCP to rank 1") == std::string::npos || log.find(call) == std::string::npos ||
           log.find("Operation not permitted") == std::string::npos) {
         std::fprintf(stderr, "the log does not name the refusal:\n%s\n", log.c_str());
         return 1;
@@ -438,6 +455,17 @@ TEST(SameHost, APairTheKernelRefusesStaysOnTcpAndSaysSo) {
   }));
   const uint64_t payload = uint64_t{kMessages} * kWords * 8;
   EXPECT_GT(after->load() - before->load(), payload) << "the refused pair's data did not go over loopback";
+}
+
+TEST(SameHost, APairTheKernelRefusesStaysOnTcpAndSaysSo) {
+  if (skipUnlessUcx()) GTEST_SKIP() << "the same-host path is the UCX backend's";
+  refusedPairStaysOnTcp(SYS_process_vm_readv, "process_vm_readv");
+}
+
+// pidfd_getfd is how a reader takes a peer's ring.
+TEST(SameHost, APairThatCannotTakeRingsStaysOnTcpAndSaysSo) {
+  if (skipUnlessUcx()) GTEST_SKIP() << "the same-host path is the UCX backend's";
+  refusedPairStaysOnTcp(SYS_pidfd_getfd, "pidfd_getfd");
 }
 
 }  // namespace

@@ -36,8 +36,8 @@
 // process killed while it writes into a peer's shared-memory queue leaves
 // that queue blocked for every other sender (bench/shm_kill_probe shows
 // it), which is the isolation this library exists for. Processes of one
-// host talk over TCP on loopback, and lend each other large messages
-// through a path of this library's own (ucx_same_host.h): UCX's
+// host talk through rings of shared memory and lend each other large
+// messages, on a path of this library's own (ucx_same_host.h): UCX's
 // cross-memory attach is not used, as UCX requires memory invalidation for
 // zero copy in peer mode.
 //

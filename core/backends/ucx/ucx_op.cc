@@ -48,6 +48,8 @@ void UcxOp::cancelRecv(UcxTransfer& t) {
     ucp_request_cancel(world_->worker(), t.request);
   } else if (t.path_recv) {
     world_->failover()->cancelRecv(t.peer, t.path_recv);
+  } else if (t.ring_recv) {
+    if (samehost::RingPair* ring = world_->ring(t.peer, true)) ring->cancelRecv(t.ring_recv);
   }
 }
 
@@ -104,6 +106,10 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
     postOnPaths(t, channel, buffer);
     return;
   }
+  if (samehost::RingPair* ring = world_->ring(t.peer, t.recv)) {
+    postOnRing(t, channel, buffer, *ring);
+    return;
+  }
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.user_data = &t;
@@ -116,17 +122,8 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
     // A message that came first may be a rendezvous, whose data only
     // progress fetches; one still to come wakes the workers' fds.
     if (arrived(t, channel)) engine_.needProgress();
-    void* into = buffer;
-    size_t room = t.bytes;
-    if (t.bytes < sizeof(samehost::CmaDescriptor) && world_->readsFrom(t.peer)) {
-      t.room = std::make_shared<UcxDescriptorRoom>();
-      into = &t.room->descriptor;
-      room = sizeof t.room->descriptor;
-    }
-    r = ucp_tag_recv_nbx(world_->worker(), into, room, world_->recvTag(t.peer, channel), ucxtag::kMessage, &param);
-  } else if (world_->lendsTo(t.peer, t.bytes)) {
-    postLoan(t, channel);
-    return;
+    r = ucp_tag_recv_nbx(world_->worker(), buffer, t.bytes, world_->recvTag(t.peer, channel), ucxtag::kExact,
+                         &param);
   } else {
     param.cb.send = &UcxOp::onSend;
     r = pacedTagSend(world_->endpoint(t.peer), buffer, t.bytes, world_->sendTag(t.peer, channel), param,
@@ -167,8 +164,9 @@ void UcxOp::postOnPaths(UcxTransfer& t, uint64_t channel, void* buffer) {
 
 bool UcxOp::arrived(const UcxTransfer& t, uint64_t channel) {
   if (world_->failover()) return world_->failover()->arrived(t.peer, channel);
+  if (samehost::RingPair* ring = world_->ring(t.peer, true)) return ring->arrived(channel);
   ucp_tag_recv_info_t info;
-  return ucp_tag_probe_nb(world_->worker(), world_->recvTag(t.peer, channel), ucxtag::kMessage, 0, &info) != nullptr;
+  return ucp_tag_probe_nb(world_->worker(), world_->recvTag(t.peer, channel), ucxtag::kExact, 0, &info) != nullptr;
 }
 
 void UcxOp::onSend(void* request, ucs_status_t status, void* arg) {
@@ -184,13 +182,10 @@ void UcxOp::onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t
   auto* t = static_cast<UcxTransfer*>(arg);
   // `info` lives in the request: read before it is freed.
   const size_t length = info ? info->length : 0;
-  const bool descriptor = status == UCS_OK && info && (info->sender_tag & ucxtag::kDescriptorBit);
   ucp_request_free(request);
   t->request = nullptr;
   UcxOp& op = *t->op;
   Entry entry(op);
-  if (descriptor) return op.readLoan(*t, length);
-  if (t->room && status == UCS_OK && length > 0 && length <= t->bytes) std::memcpy(t->buffer, &t->room->descriptor, length);
   op.ended(*t, status, length);
 }
 
@@ -227,7 +222,9 @@ void UcxP2p::start() {
 }
 
 bool UcxP2p::takeBack() {
-  if (!transfer_.recv || !transfer_.in_flight || !(transfer_.request || transfer_.path_recv)) return false;
+  if (!transfer_.recv || !transfer_.in_flight || !(transfer_.request || transfer_.path_recv || transfer_.ring_recv)) {
+    return false;
+  }
   // Removes a receive nothing matched yet, calling it back at once;
   // one already receiving stays.
   taking_back_ = true;

@@ -20,6 +20,7 @@
 #include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/ucx_same_host.h"
 #include "core/backends/ucx/ucx_send_pacing.h"
+#include "core/same_host/ring_pair.h"
 
 namespace mw {
 
@@ -32,6 +33,7 @@ struct UcxTransfer {
   UcxOp* op = nullptr;
   void* request = nullptr;  // UCX's, while in flight
   uint64_t path_recv = 0;   // a receive waiting in the world's UcxFailover
+  uint64_t ring_recv = 0;   // a receive waiting in a same-host ring pair
   int peer = -1;
   bool recv = false;
   bool in_flight = false;
@@ -39,7 +41,7 @@ struct UcxTransfer {
   std::shared_ptr<SendPacing> marker;  // a send that is its peer's marker (ucx_send_pacing.h)
   void* buffer = nullptr;  // the caller's: where the data comes from or goes
   std::shared_ptr<UcxLoan> loan;  // a send lent to its receiver (ucx_same_host.h)
-  std::shared_ptr<UcxDescriptorRoom> room;  // a receive smaller than a descriptor, from a peer that may lend
+  std::shared_ptr<UcxDescriptorRoom> room;  // a ring receive smaller than a descriptor
   size_t bytes = 0;   // posted size
   size_t length = 0;  // a receive: the sender's size
   ucs_status_t status = UCS_OK;
@@ -110,12 +112,14 @@ class UcxOp {
   bool arrived(const UcxTransfer& t, uint64_t channel);
   // A world with several paths sends and receives through its UcxFailover.
   void postOnPaths(UcxTransfer& t, uint64_t channel, void* buffer);
+  // A peer of this host with rings: through them (ucx_rings.cc).
+  void postOnRing(UcxTransfer& t, uint64_t channel, void* buffer, samehost::RingPair& ring);
   static void onSend(void* request, ucs_status_t status, void* arg);
   static void onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* arg);
   void ended(UcxTransfer& t, ucs_status_t status, size_t length);
   // The same-host path (ucx_same_host.cc).
-  void postLoan(UcxTransfer& t, uint64_t channel);
-  static void onLoanSent(void* request, ucs_status_t status, void* arg);
+  // Its descriptor goes through `ring`, in the message's place.
+  void postLoan(UcxTransfer& t, uint64_t channel, samehost::RingPair& ring);
   // A descriptor of `length` bytes arrived for receive `t`: reads the loan
   // and returns it.
   void readLoan(UcxTransfer& t, size_t length);

@@ -21,14 +21,17 @@ namespace mw {
 
 void UcxWorld::probeSameHost(int peer, const UcxPeerInfo& self, const UcxPeerInfo& info, bool on_paths) {
   Peer& p = peers_[static_cast<size_t>(peer)];
-  if (!same_host_ || peer == rank_ || on_paths || info.host != self.host) return;
+  if (peer == rank_ || on_paths || info.host != self.host) return;
   if (info.net_namespace.empty() || info.net_namespace != self.net_namespace) return;  // another host, as the network sees it
   if (self.paths.size() >= 2 || info.paths.size() >= 2) return;  // rails: a cut link must show
+  p.same_host_hello = true;  // the peer decides alike from the same records
+  if (!same_host_) return;
   if (!p.link->watched()) {
     p.same_host_refusal = "its process is not watched through a pidfd";
     return;
   }
   p.same_host_refusal = samehost::probeReadable(info.pid, info.probe_address, info.probe_value);
+  if (p.same_host_refusal.empty()) p.same_host_refusal = samehost::probeTakesFds(info.pid, peerPidfd(peer));
   p.reads = p.same_host_refusal.empty();
 }
 
@@ -36,7 +39,6 @@ void UcxWorld::offerReads() {
   for (int r = 0; r < size(); ++r) {
     const Peer& p = peers_[static_cast<size_t>(r)];
     if (p.reads) {
-      sendControlWord(r, ucxcontrol::kReadsYou);
       ucx_->noteSameHost(world_->name(), r, true, "");
     } else if (!p.same_host_refusal.empty()) {
       MW_LOG(LogLevel::Warn, "world '%s': rank %d of this host stays on TCP to rank %d: %s", world_->name().c_str(),
@@ -79,6 +81,7 @@ int UcxWorld::peerPid(int peer) const { return peers_[static_cast<size_t>(peer)]
 int UcxWorld::peerPidfd(int peer) const { return ucx_->engine()->pidfdOf(peerPid(peer)); }
 
 void UcxWorld::sendControlWord(int peer, uint64_t word) {
+  if (samehost::RingPair* ring = this->ring(peer, false)) return ring->sendWord(word);
   const UcxLink& link = *peers_[static_cast<size_t>(peer)].link;
   if (link.failed() || !link.ep()) return;
   // UCX may keep the word until the send leaves.
@@ -96,7 +99,7 @@ void UcxWorld::sendControlWord(int peer, uint64_t word) {
 
 // ------------------------------------------------------- the operations
 
-void UcxOp::postLoan(UcxTransfer& t, uint64_t channel) {
+void UcxOp::postLoan(UcxTransfer& t, uint64_t channel, samehost::RingPair& ring) {
   auto loan = std::make_shared<UcxLoan>();
   t.loan = loan;
   samehost::CmaDescriptor& d = loan->descriptor;
@@ -106,44 +109,16 @@ void UcxOp::postLoan(UcxTransfer& t, uint64_t channel) {
   d.ticket_address = loan->ticket.address();
   d.ticket = loan->ticket.issue();
   d.id = world_->lend(t);
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.send = &UcxOp::onLoanSent;
-  param.user_data = &t;
-  loan->in_ucx = true;
-  void* r = ucp_tag_send_nbx(world_->endpoint(t.peer), &d, sizeof d,
-                             world_->sendTag(t.peer, channel) | ucxtag::kDescriptorBit, &param);
-  if (UCS_PTR_IS_PTR(r)) {
-    t.waiting = true;
-    engine_.sendWaiting();
-    engine_.needProgress();
-    return;
-  }
-  loan->in_ucx = false;
-  if (UCS_PTR_IS_ERR(r)) {
-    loan->status = UCS_PTR_STATUS(r);
-    giveUpLoan(t);
-    return;
-  }
+  loan->in_ring = true;
+  UcxTransfer* tp = &t;
+  ring.send(channel, &d, sizeof d, true, [this, tp](DeliveryOutcome o) {
+    Entry entry(*this);
+    tp->loan->in_ring = false;
+    if (o == DeliveryOutcome::Delivered) return settleLoan(*tp);
+    tp->loan->status = UCS_ERR_CANCELED;
+    giveUpLoan(*tp);
+  });
   engine_.needProgress();  // its return comes through progress
-}
-
-void UcxOp::onLoanSent(void* request, ucs_status_t status, void* arg) {
-  auto* t = static_cast<UcxTransfer*>(arg);
-  ucp_request_free(request);
-  UcxOp& op = *t->op;
-  Entry entry(op);
-  if (t->waiting) {
-    t->waiting = false;
-    op.engine_.sendDone();
-  }
-  t->loan->in_ucx = false;
-  if (status != UCS_OK) {
-    t->loan->status = status;
-    op.giveUpLoan(*t);
-  } else {
-    op.settleLoan(*t);
-  }
 }
 
 void UcxOp::loanReturned(UcxTransfer& t) {
@@ -171,7 +146,7 @@ void UcxOp::giveUpLoan(UcxTransfer& t) {
 
 void UcxOp::settleLoan(UcxTransfer& t) {
   UcxLoan& loan = *t.loan;
-  if (loan.ended || loan.in_ucx || !(loan.returned || loan.given_up)) return;
+  if (loan.ended || loan.in_ring || !(loan.returned || loan.given_up)) return;
   loan.ended = true;
   loan.ticket.withdraw();
   if (world_) world_->unlend(loan.descriptor.id);

@@ -4,11 +4,9 @@
 //
 //   63..40  world id at the receiver (24 bits, never 0)
 //   39..24  sender rank (16 bits: UCX worlds have at most 65536 members)
-//   23..0   channel: 0 point-to-point, 1 control, else a collective:
-//           0x800000 | sequence (14 bits) << 8 | shape (8 bits);
-//           0x400000 on top marks a same-host descriptor (core/same_host/
-//           cma.h) sent in a message's place, which the message's receive
-//           matches too
+//   23..0   channel: 0 point-to-point, 1 control, 2 same-host hello, else
+//           a collective:
+//           0x800000 | sequence (15 bits) << 8 | shape (8 bits)
 //
 // Messages of one channel between a pair match in send order (UCX keeps
 // tag-matching order per sender), which is what p2p FIFO order and the
@@ -27,16 +25,14 @@ constexpr int kMaxRanks = 1 << 16;
 
 constexpr uint64_t kP2p = 0;
 constexpr uint64_t kControl = 1;
+constexpr uint64_t kSameHost = 2;  // the same-host hello, before the world starts
 constexpr uint64_t kCollectiveBit = 0x800000;
-constexpr uint64_t kDescriptorBit = 0x400000;
-constexpr uint64_t kSequenceMask = 0x3fff;
+constexpr uint64_t kSequenceMask = 0x7fff;
 
 constexpr uint64_t kWorldMask = uint64_t{kMaxWorldId} << 40;
 constexpr uint64_t kRankMask = uint64_t{0xffff} << 24;
 constexpr uint64_t kChannelMask = 0xffffff;
 constexpr uint64_t kExact = ~uint64_t{0};
-// One sender, world and channel, the message or its descriptor.
-constexpr uint64_t kMessage = kExact & ~kDescriptorBit;
 // Any sender, one world and channel.
 constexpr uint64_t kAnySender = kExact & ~kRankMask;
 

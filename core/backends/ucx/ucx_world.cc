@@ -5,6 +5,7 @@
 #include "core/backends/ucx/ucx_collective.h"
 #include "core/backends/ucx/ucx_links.h"
 #include "core/backends/ucx/ucx_op.h"
+#include "core/backends/ucx/ucx_rings.h"
 #include "core/backends/ucx/ucx_tag.h"
 #include "core/communicator.h"
 #include "core/error.h"
@@ -143,6 +144,12 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
                                        std::to_string(info.pid) + " at " + info.listen_ip + ") did not connect in time");
     }
   }
+  // Members of this host settle their rings before either starts (ucx_rings.cc).
+  engine.call([&] { w->sendSameHostHellos(); });
+  if (!engine.waitUntil(deadline, [&] { return w->sameHostHellosIn(); })) {
+    throw Error(Status::Timeout, "world rendezvous: a member of this host did not send its same-host hello in time");
+  }
+  engine.call([&] { w->takeRings(); });
   return w;
 }
 
@@ -154,6 +161,8 @@ UcxWorld::~UcxWorld() {
     // Never started (rendezvous failed): only links and the id to give back.
     ucx_->engine()->call([this] {
       if (failover_) failover_->close();
+      abandonHellos();
+      dropRings();
       for (Peer& p : peers_) {
         if (p.link) ucx_->links().release(p.link);
       }
@@ -286,8 +295,9 @@ bool UcxWorld::runsWhenBroken(const OpDesc& op) {
   return ucx_->engine()->call([&] {
     if (aborted_ || !departed(op.peer)) return false;
     if (failover_) return failover_->arrived(op.peer, ucxtag::kP2p);
+    if (samehost::RingPair* ring = this->ring(op.peer, true)) return ring->arrived(ucxtag::kP2p);
     ucp_tag_recv_info_t info;
-    return ucp_tag_probe_nb(worker(), recvTag(op.peer, ucxtag::kP2p), ucxtag::kMessage, 0, &info) != nullptr;
+    return ucp_tag_probe_nb(worker(), recvTag(op.peer, ucxtag::kP2p), ucxtag::kExact, 0, &info) != nullptr;
   });
 }
 
@@ -309,6 +319,8 @@ void UcxWorld::transportFailed(int peer, const std::string& detail) {
 void UcxWorld::onLinkFailed(int peer, const std::string& why) {
   if (!world_) return;
   if (failover_) failover_->peerLeft(peer);
+  // Sends waiting for room in its ring hold their callers' buffers.
+  if (samehost::RingPair* ring = peers_[static_cast<size_t>(peer)].ring.get()) ring->abandonSends();
   // A member that said goodbye may well exit: that breaks nothing more.
   if (!departed(peer)) breakBlaming(peer, "rank " + std::to_string(peer) + " is unreachable: " + why);
   // Its transfers will never finish: what only it held completes now,
@@ -375,23 +387,27 @@ void UcxWorld::onControl(Control& c, ucs_status_t status) {
     return;
   }
   const uint64_t word = c.word;
-  switch (word & ucxcontrol::kKindMask) {
-    case ucxcontrol::kReturned:
-      // Also after an abort: a destroyed world's loans may still come back.
-      onLoanReturned(peer, word & ~ucxcontrol::kKindMask);
-      return armControl(c);
-    case ucxcontrol::kReadsYou:
-      peers_[static_cast<size_t>(peer)].lends = same_host_;
-      return armControl(c);
-    default:
-      break;
-  }
+  if (takeWord(peer, word)) return armControl(c);
   if (aborted_) return;
   if (word != ucxcontrol::kBye) {
     transportFailed(peer, "rank " + std::to_string(peer) + " sent an unknown control word " + std::to_string(word));
     return;
   }
   onGoodbye(peer);
+}
+
+bool UcxWorld::takeWord(int peer, uint64_t word) {
+  switch (word & ucxcontrol::kKindMask) {
+    case ucxcontrol::kReturned:
+      // Also after an abort: a destroyed world's loans may still come back.
+      onLoanReturned(peer, word & ~ucxcontrol::kKindMask);
+      return true;
+    case ucxcontrol::kMatched:
+      onMarkerMatched(peer, static_cast<uint32_t>(word & ~ucxcontrol::kKindMask));
+      return true;
+    default:
+      return false;
+  }
 }
 
 void UcxWorld::onGoodbye(int peer) {
@@ -465,6 +481,8 @@ void UcxWorld::abandonWhatOnlyGonePeersHold() {
 
 void UcxWorld::forceCloseLinks() {
   drainArrivals();
+  dropRings();
+  endCopiedMarkers();  // their receivers can no longer answer
   if (failover_) failover_->close();
   for (Peer& p : peers_) {
     if (p.listening) p.link->unlisten(p.listener);
@@ -497,7 +515,7 @@ void UcxWorld::drainArrivals() {
     }
   };
   for (int r = 0; r < size(); ++r) {
-    drop(recvTag(r, ucxtag::kP2p), ucxtag::kMessage);
+    drop(recvTag(r, ucxtag::kP2p), ucxtag::kExact);
     drop(recvTag(r, ucxtag::kControl), ucxtag::kExact);
   }
   drop(ucxtag::make(world_id_, 0, 0), ucxtag::kWorldMask);
@@ -522,6 +540,10 @@ void UcxWorld::sendGoodbyes() {
       continue;
     }
     if (r == rank_ || p.link->failed() || !p.link->ep()) continue;
+    if (p.lends && p.ring) {
+      p.ring->sendBye();  // after everything sent into the ring; stop() waits until it is in
+      continue;
+    }
     // After everything else sent on the endpoint; the flush tells when it
     // left, before the endpoint is closed.
     void* bye = ucp_tag_send_nbx(p.link->ep(), &kBye, sizeof kBye, sendTag(r, ucxtag::kControl), &param);
@@ -561,7 +583,7 @@ void UcxWorld::stop() noexcept {
   // when they heard of the break), and the goodbyes leave, for a bounded
   // time.
   engine.waitUntil(std::chrono::steady_clock::now() + kStopGrace,
-                   [this] { return pending_.empty() && flushing_ == 0; });
+                   [this] { return pending_.empty() && flushing_ == 0 && ringsFlushed(); });
   engine.call([this] { close(); });
 }
 
@@ -571,6 +593,7 @@ void UcxWorld::close() {
   forceCloseLinks();
   for (auto [req, op] : pendingNow()) abandon(op);
   loans_.clear();
+  endCopiedMarkers();
   for (auto& c : control_) {
     c->world = nullptr;
     if (c->request) ucp_request_cancel(worker(), c->request);

@@ -27,6 +27,7 @@
 #include "core/backends/ucx/ucx_send_pacing.h"
 #include "core/deadline.h"
 #include "core/ordered_completions.h"
+#include "core/same_host/ring_pair.h"
 #include "core/store/incarnation.h"
 #include "core/world_backend.h"
 #include "core/world_spec.h"
@@ -90,11 +91,18 @@ class UcxWorld : public WorldBackend {
   // A transfer failed in a way that says the world cannot go on.
   void transportFailed(int peer, const std::string& detail);
 
-  // The same-host path (ucx_same_host.h, ucx_same_host.cc).
+  // The same-host path (ucx_same_host.h, ucx_same_host.cc, ucx_rings.cc).
   // A send of `bytes` to `peer` is lent rather than sent.
   bool lendsTo(int peer, size_t bytes) const;
   // `peer` may lend to this member: its messages may come as descriptors.
   bool readsFrom(int peer) const { return peers_[static_cast<size_t>(peer)].reads; }
+  // The rings `peer`'s messages come through (`recv`) or this member's go
+  // through to it; null when that direction takes UCX.
+  samehost::RingPair* ring(int peer, bool recv) const;
+  // A marker of `pacing` (ucx_send_pacing.h) whose caller's send does not
+  // wait for it: the id its message carries through a ring, and the peer
+  // answers (kMatched) once a receive took it.
+  uint32_t copiedMarker(int peer, std::shared_ptr<SendPacing> pacing);
   // Registers loan `t` to its peer; the id its return will name.
   uint64_t lend(UcxTransfer& t);
   void unlend(uint64_t id);
@@ -111,11 +119,18 @@ class UcxWorld : public WorldBackend {
     uint64_t listener = 0;
     bool listening = false;
     std::shared_ptr<SendPacing> pacing;  // ucx_send_pacing.h
-    bool reads = false;  // this member can read the peer's memory, and tells it so
-    bool lends = false;  // the peer said it reads this member's: large sends are lent
+    // A member of this host by the records: the two exchange a same-host
+    // hello before the world starts, whatever their settings.
+    bool same_host_hello = false;
+    bool reads = false;  // this member reads the peer: it took the peer's ring
+    bool lends = false;  // the peer reads this member: it took this member's ring
     std::string same_host_refusal;  // why a peer of this host is not read
+    std::unique_ptr<samehost::RingPair> ring;  // while reads or lends
+    UcxEngine::SourceId ring_source = 0;       // the ring's polling, 0: none
+    bool ring_failed = false;                  // its failure was reported
   };
   struct Control;
+  struct SameHostHello;
 
   UcxWorld(std::shared_ptr<UcxContext> ucx, int rank, uint32_t world_id);
   // Owner: the halves of start(), submit() and stop() that touch UCX.
@@ -126,11 +141,25 @@ class UcxWorld : public WorldBackend {
   void armControl(Control& c);
   void startFailover();
   void onControl(Control& c, ucs_status_t status);
+  // A loan's return or a marker's match from `peer`; false for any other word.
+  bool takeWord(int peer, uint64_t word);
   void onGoodbye(int peer);
   // Same-host path: whether this member reads `peer` (connect), telling
   // the peers it reads (start), what their control words say.
   void probeSameHost(int peer, const UcxPeerInfo& self, const UcxPeerInfo& info, bool on_paths);
   void offerReads();
+  // The rings (ucx_rings.cc): before start, each pair of this host offers
+  // its ring and says whether it reads the other; takeRings() attaches
+  // what was offered and readable (throws Error(Backend)).
+  void sendSameHostHellos();
+  bool sameHostHellosIn() const;
+  void takeRings();
+  bool pollRing(int peer);
+  bool ringsFlushed() const;  // every goodbye and waiting send is in its ring
+  void dropRings();           // every ring gives up and goes
+  void onMarkerMatched(int peer, uint32_t id);
+  void endCopiedMarkers();  // their matches will never be heard of: counted now
+  void abandonHellos();
   void onLoanReturned(int peer, uint64_t id);
   void sendControlWord(int peer, uint64_t word);
   void peerDeparted(int peer);
@@ -160,9 +189,12 @@ class UcxWorld : public WorldBackend {
   OrderedCompletions order_;
   std::map<Request*, UcxOp*> pending_;
   std::vector<std::unique_ptr<Control>> control_;
+  std::vector<std::unique_ptr<SameHostHello>> hellos_;
   bool same_host_ = false;
   size_t same_host_min_bytes_ = 0;
   std::unordered_map<uint64_t, UcxTransfer*> loans_;  // lent sends by id
+  std::unordered_map<uint32_t, std::pair<int, std::shared_ptr<SendPacing>>> copied_markers_;  // id: peer, pacing
+  uint32_t next_marker_ = 0;
   uint64_t next_loan_ = 1;
   uint64_t collectives_ = 0;  // issued so far: the next one's sequence number
   std::vector<bool> departed_;
