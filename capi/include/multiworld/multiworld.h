@@ -170,14 +170,19 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *                         touched), default 65536
  *   same_host_path        auto or off: whether members on one host (one
  *                         boot, pid and network namespace) move messages
- *                         of same_host_min_bytes and more by cross-memory
- *                         attach (process_vm_readv, one copy) instead of
- *                         TCP; a pair the kernel refuses it stays on TCP
+ *                         through per-pair rings of shared memory, and
+ *                         those of same_host_min_bytes and more by
+ *                         cross-memory attach (process_vm_readv, one
+ *                         copy), instead of TCP; a pair the kernel
+ *                         refuses it (process_vm_readv or pidfd_getfd)
+ *                         stays on TCP
  *                         and says so in the log and `multiworld status`;
  *                         never taken by a context with two or more data
  *                         addresses; default: env MW_SAME_HOST_PATH, else
  *                         auto
- *   same_host_min_bytes   the smallest message that takes it; default: env
+ *   same_host_min_bytes   the smallest message lent rather than copied
+ *                         through the ring (one larger than the ring,
+ *                         256 KiB, is lent anyway); default: env
  *                         MW_SAME_HOST_MIN_BYTES, else 65536
  * Unknown key or unparsable value -> MW_ERR_INVALID_ARGUMENT.
  */
@@ -253,8 +258,8 @@ typedef enum {
   MW_PATH_FAILOVER_OFF = 2
 } mw_path_failover_t;
 
-/* The same-host path (members on one host moving large messages through
- * memory rather than the network; see same_host_path in mw_config_set).
+/* The same-host path (members on one host moving messages through memory
+ * rather than the network; see same_host_path in mw_config_set).
  * DEFAULT follows the context's same_host_path, AUTO takes it where it can,
  * OFF keeps this world's members on the network paths. As with path
  * failover, a pair takes it only where both members ask for it. */

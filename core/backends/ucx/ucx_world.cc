@@ -423,6 +423,8 @@ void UcxWorld::onGoodbye(int peer) {
 }
 
 void UcxWorld::peerDeparted(int peer) {
+  // It reads nothing more: sends waiting for room in its ring end now.
+  if (samehost::RingPair* ring = peers_[static_cast<size_t>(peer)].ring.get()) ring->abandonSends();
   for (auto [req, op] : pendingNow()) {
     if (!stillPending(req, op)) continue;
     UcxOp::Entry entry(*op);
