@@ -339,7 +339,8 @@ int runP2pSuite(const BenchOptions& opt) {
     std::printf("# %s on %s: %s\n", name.c_str(), machine.c_str(), opt.command.c_str());
     if (opt.ucx) {
       std::printf("# ours = multiworld UCX world (mw_wait/mw_poll, spin_us %s, same-host path %s: messages of "
-                  "same_host_min_bytes and more lent by process_vm_readv, the rest over UCX), raw = a plain ucp tag loop "
+                  "same_host_min_bytes and more lent by process_vm_readv, the rest copied through per-pair rings; "
+                  "with it off, every message over UCX), raw = a plain ucp tag loop "
                   "polling ucp_worker_progress (own ucp_context, features TAG|WAKEUP, endpoints in error mode peer "
                   "as ours), UCX_TLS %s; sleep = the same raw loop waiting as ours does (polls for ours' spin_us, then sleeps on "
                   "the worker's event fd), ratio_sleep = ours/sleep; gloo = gloo::rendezvous::Context, tcp on 127.0.0.1; shm = raw with "
