@@ -105,34 +105,29 @@ long long exchangeAndCount(const mwtest::Settings& settings, int messages, size_
   return ok ? static_cast<long long>(after->load() - before->load()) : -1;
 }
 
-TEST(SameHost, LargeMessagesBypassLoopbackAndOffKeepsThemOnIt) {
-  if (skipUnlessUcx()) GTEST_SKIP() << "the same-host path is the UCX backend's";
-  constexpr int kMessages = 16;
-  constexpr size_t kWords = (4 << 20) / 8;
-  const long long payload = 2LL * kMessages * kWords * 8;
-  const long long lent = exchangeAndCount(kAuto, kMessages, kWords);
-  const long long tcp = exchangeAndCount(kOff, kMessages, kWords);
-  ASSERT_GE(lent, 0);
-  ASSERT_GE(tcp, 0);
-  std::printf("payload %lld bytes; loopback carried %lld (auto), %lld (off)\n", payload, lent, tcp);
-  EXPECT_LT(lent, payload / 16) << "auto: loopback carried " << lent << " bytes of a " << payload << "-byte payload";
-  EXPECT_GT(tcp, payload) << "off: loopback carried " << tcp << " bytes of a " << payload << "-byte payload";
+// Each rank sends the other `messages` of `words` words with the same-host
+// path on, then off: loopback must carry far less than the payload, then
+// all of it.
+void expectLoopbackOnlyWhenOff(int messages, size_t words) {
+  const long long payload = 2LL * messages * static_cast<long long>(words) * 8;
+  const long long on = exchangeAndCount(kAuto, messages, words);
+  const long long off = exchangeAndCount(kOff, messages, words);
+  ASSERT_GE(on, 0);
+  ASSERT_GE(off, 0);
+  std::printf("payload %lld bytes; loopback carried %lld (auto), %lld (off)\n", payload, on, off);
+  EXPECT_LT(on, payload / 16) << "auto: loopback carried " << on << " bytes of a " << payload << "-byte payload";
+  EXPECT_GT(off, payload) << "off: loopback carried " << off << " bytes of a " << payload << "-byte payload";
 }
 
-// Small messages take the pair's rings: loopback carries only the few
-// control words (the pacing's answers), not the payload.
+TEST(SameHost, LargeMessagesBypassLoopbackAndOffKeepsThemOnIt) {
+  if (skipUnlessUcx()) GTEST_SKIP() << "the same-host path is the UCX backend's";
+  expectLoopbackOnlyWhenOff(16, (4 << 20) / 8);  // lent
+}
+
+// Small messages are copied through the pair's rings.
 TEST(SameHost, SmallMessagesTakeTheRingsAndOffKeepsThemOnLoopback) {
   if (skipUnlessUcx()) GTEST_SKIP() << "the same-host path is the UCX backend's";
-  constexpr int kMessages = 4000;
-  constexpr size_t kWords = 1024;  // 8 KiB: inline, below same_host_min_bytes
-  const long long payload = 2LL * kMessages * kWords * 8;
-  const long long ring = exchangeAndCount(kAuto, kMessages, kWords);
-  const long long tcp = exchangeAndCount(kOff, kMessages, kWords);
-  ASSERT_GE(ring, 0);
-  ASSERT_GE(tcp, 0);
-  std::printf("payload %lld bytes; loopback carried %lld (auto), %lld (off)\n", payload, ring, tcp);
-  EXPECT_LT(ring, payload / 16) << "auto: loopback carried " << ring << " bytes of a " << payload << "-byte payload";
-  EXPECT_GT(tcp, payload) << "off: loopback carried " << tcp << " bytes of a " << payload << "-byte payload";
+  expectLoopbackOnlyWhenOff(4000, 1024);  // 8 KiB: below same_host_min_bytes
 }
 
 // Sizes on both sides of same_host_min_bytes, and below a descriptor's.
