@@ -44,7 +44,8 @@ void RingPair::send(uint64_t channel, const void* data, size_t bytes, bool lent,
 }
 
 void RingPair::sendWord(uint64_t word) {
-  if (given_up_ || sends_abandoned_ || !failure_.empty()) return;
+  // After the goodbye the peer takes nothing more (and breaks on it).
+  if (given_up_ || sends_abandoned_ || bye_asked_ || !failure_.empty()) return;
   if (!backlogged() && writer_.write(kWordTag, &word, sizeof word) == RingWriter::Write::Written) return;
   backlog_.push_back(Waiting{kWordTag, nullptr, sizeof word, [](DeliveryOutcome) {}, word});
 }

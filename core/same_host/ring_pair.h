@@ -57,7 +57,8 @@ class RingPair {
   // took it.
   void onMatched(std::function<void(uint32_t marker)> matched) { matched_ = std::move(matched); }
   // A word for the peer's word hook (a control word of the transport),
-  // behind every send before it; dropped when the ring is given up.
+  // behind every send before it; dropped when the ring is given up or
+  // after the goodbye.
   void sendWord(uint64_t word);
   void onWord(std::function<void(uint64_t word)> word) { word_ = std::move(word); }
   // After every send so far: tells the peer this member left. Sends

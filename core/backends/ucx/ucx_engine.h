@@ -157,8 +157,10 @@ class UcxEngine : public ProgressDriver {
   // (ucx_engine_sources.cc): the same-host rings. `poll` moves what can
   // move, true when anything did; each progress() calls it. Before the
   // owner sleeps, `arm` asks for a wake (false: something is there, do not
-  // sleep); after, `disarm`. `fds` (eventfds) wake the owner; it reads
-  // them when they fire. The caller keeps owning the fds.
+  // sleep); mw-ucx calls `disarm` when it wakes. A waiter that slept
+  // owning the engine leaves them armed: mw-ucx may be asleep on the same
+  // request. `fds` (eventfds) wake the owner; it reads them when they
+  // fire. The caller keeps owning the fds.
   struct Source {
     std::function<bool()> poll, arm;
     std::function<void()> disarm;

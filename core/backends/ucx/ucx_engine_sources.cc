@@ -35,6 +35,7 @@ UcxEngine::SourceId UcxEngine::addSource(Source source) {
   }
   const SourceId id = next_source_++;
   sources_.emplace(id, std::move(source));
+  kick();  // mw-ucx may sleep without having asked this source for a wake
   return id;
 }
 

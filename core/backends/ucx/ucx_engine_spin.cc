@@ -58,9 +58,13 @@ bool UcxEngine::spinUntil(const std::function<bool()>& done, std::chrono::steady
     bool busy = false;
     if (mine) {
       busy = transfers_ > 0;
+      // mw-ucx may sleep on the sources' requests, which this waiter's own
+      // sleep may have used up: asked again before it lets go, and a
+      // source that holds messages is for mw-ucx to serve now.
+      if (!armSources()) busy = true;
       while (!own_.tryRelease()) {
         turn();
-        busy = transfers_ > 0;
+        busy = transfers_ > 0 || !armSources();
       }
     }
     spinnerStopped(result);
@@ -101,7 +105,8 @@ bool UcxEngine::sleepOwning(const std::function<bool()>& done, std::chrono::stea
         }
       }
     }
-    disarmSources();
+    // The sources stay armed: mw-ucx may sleep on them too once this
+    // waiter is gone, and only it withdraws the request, when it wakes.
     auto end = std::min(until, Clock::now() + spin_);
     for (unsigned i = 1;; ++i) {
       if (turn(1)) end = std::min(until, Clock::now() + spin_);
