@@ -35,7 +35,7 @@ void UcxWorld::probeSameHost(int peer, const UcxPeerInfo& self, const UcxPeerInf
   p.reads = p.same_host_refusal.empty();
 }
 
-void UcxWorld::offerReads() {
+void UcxWorld::reportSameHost() {
   for (int r = 0; r < size(); ++r) {
     const Peer& p = peers_[static_cast<size_t>(r)];
     if (p.reads) {

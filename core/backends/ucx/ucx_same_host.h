@@ -3,8 +3,9 @@
 // same_host_min_bytes or more is lent, not copied in: the sender puts a
 // descriptor (core/same_host/cma.h) in the ring in the message's place, so
 // order and goodbyes stay the ring's; the receiver copies the bytes out of
-// the sender with process_vm_readv and answers on the control channel; the
-// send completes on that answer.
+// the sender with process_vm_readv and answers with a control word (in its
+// own ring to the sender when it writes one, else on the control channel);
+// the send completes on that answer.
 //
 // Who reads whom: before the world starts each member probes, for every
 // peer of its host (ucx_peer_info.h: boot, pid and network namespace),

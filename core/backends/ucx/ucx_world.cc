@@ -185,7 +185,7 @@ void UcxWorld::listen() {
     p.listening = true;
     if (r != rank_) postControl(r);
   }
-  offerReads();
+  reportSameHost();
   if (failover_) startFailover();
   for (int r = 0; r < size(); ++r) {
     // A link may have failed between rendezvous and now.

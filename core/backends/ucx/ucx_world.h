@@ -144,10 +144,11 @@ class UcxWorld : public WorldBackend {
   // A loan's return or a marker's match from `peer`; false for any other word.
   bool takeWord(int peer, uint64_t word);
   void onGoodbye(int peer);
-  // Same-host path: whether this member reads `peer` (connect), telling
-  // the peers it reads (start), what their control words say.
+  // Same-host path: whether this member reads `peer` (connect); which
+  // peers it reads, for `multiworld status`, and the refusals, in the log
+  // (start).
   void probeSameHost(int peer, const UcxPeerInfo& self, const UcxPeerInfo& info, bool on_paths);
-  void offerReads();
+  void reportSameHost();
   // The rings (ucx_rings.cc): before start, each pair of this host offers
   // its ring and says whether it reads the other; takeRings() attaches
   // what was offered and readable (throws Error(Backend)).
