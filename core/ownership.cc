@@ -18,6 +18,7 @@ void Ownership::post(std::function<void()> work) {
     here = home_stopped_;
     if (!here) {
       posted_.push_back(std::move(work));
+      maybe_posted_.store(true, std::memory_order_release);
       // An owner runs it before it lets go (one asleep once woken), and a
       // waiter that wants the state takes it soon (unwant() wakes home if
       // it does not).
@@ -160,11 +161,17 @@ void Ownership::logFailure(const char* what) noexcept {
 }
 
 void Ownership::runPosted() {
+  // Missed here, work posted meanwhile is run by the next turn, or found
+  // by tryRelease() under the lock before the owner lets go.
+  if (!maybe_posted_.load(std::memory_order_acquire)) return;
   for (;;) {
     std::vector<std::function<void()>> batch;
     {
       std::lock_guard<std::mutex> l(m_);
-      if (posted_.empty()) return;
+      if (posted_.empty()) {
+        maybe_posted_.store(false, std::memory_order_relaxed);
+        return;
+      }
       batch.swap(posted_);
     }
     for (auto& work : batch) runLogged(work);

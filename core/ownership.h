@@ -134,6 +134,9 @@ class Ownership {
   std::condition_variable finished_;   // a call() or waitUntil() finished
   std::atomic<std::thread::id> owner_{};
   std::vector<std::function<void()>> posted_;  // under m_
+  // Whether posted_ may hold work: written under m_, read without it by
+  // the owner's runPosted(), which every spinning turn calls.
+  std::atomic<bool> maybe_posted_{false};
   int wanting_ = 0;                            // under m_
   int sleepers_ = 0;                           // threads blocked in acquire*(), under m_
   bool home_stopped_ = false;                  // under m_

@@ -29,9 +29,12 @@ size_t Request::receivedBytes() {
 }
 
 Status Request::wait(std::chrono::milliseconds timeout) {
-  const auto deadline = timeout.count() < 0 ? std::chrono::steady_clock::time_point::max()
-                                            : std::chrono::steady_clock::now() + timeout;  // the spin counts against it
-  if (driver_ && timeout.count() != 0) driver_->spinUntil([this] { return finished(); }, deadline);
+  // Finished already (a send a ring took at once), it reads no clock.
+  const bool was_finished = finished();
+  const auto deadline = timeout.count() < 0 || was_finished
+                            ? std::chrono::steady_clock::time_point::max()
+                            : std::chrono::steady_clock::now() + timeout;  // the spin counts against it
+  if (driver_ && timeout.count() != 0 && !was_finished) driver_->spinUntil([this] { return finished(); }, deadline);
   Status s;
   {
     std::unique_lock<std::mutex> lock(m_);

@@ -281,14 +281,17 @@ void UcxEngine::runDeferred() {
   }
 }
 
-bool UcxEngine::progress(int rounds) {
+bool UcxEngine::progress(int rounds, bool workers) {
   // Bounded: under a stream of arrivals progress never runs dry, and
   // posted work, timers and other fds must get their turn.
   bool any = false;
-  need_progress_ = false;
-  forEachWorker([&](ucp_worker_h w) {
-    for (int i = 0; i < rounds && ucp_worker_progress(w) != 0; ++i) any = true;
-  });
+  if (workers) {
+    need_progress_ = false;
+    forEachWorker([&](ucp_worker_h w) {
+      for (int i = 0; i < rounds && ucp_worker_progress(w) != 0; ++i) any = true;
+    });
+    workers_busy_ = any;
+  }
   any = pollSources() || any;
   runDeferred();
   return any;
@@ -308,9 +311,9 @@ void UcxEngine::wakeOwner() noexcept {
   (void)n;  // a full counter already means "wake up"
 }
 
-void UcxEngine::lookAgainSoon() noexcept {
+void UcxEngine::lookAgainSoon(std::chrono::steady_clock::time_point at) noexcept {
   if (down_) return;
-  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  const int64_t now = at.time_since_epoch().count();
   const int64_t limit = std::chrono::nanoseconds(kLookDelay).count();
   // Armed for half the delay or more: leave it, so that a thread that
   // keeps coming back does not reprogram the timer each time.

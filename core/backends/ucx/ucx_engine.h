@@ -90,7 +90,7 @@ class UcxEngine : public ProgressDriver {
   // wakes it (a timerfd): after an application thread that drove the
   // engine left work behind it, which mw-ucx takes over should that thread
   // not come back.
-  void lookAgainSoon() noexcept;
+  void lookAgainSoon(std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) noexcept;
 
   // Owns the engine on the calling thread and drives it until `done()`, or
   // until UCX did nothing for the engine's spin; then, still owning it,
@@ -100,9 +100,10 @@ class UcxEngine : public ProgressDriver {
   bool spinUntil(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline) override;
   std::chrono::microseconds spin() const { return spin_; }
 
-  // Owner: progresses the workers until they have nothing to do (or for
-  // `rounds` calls each) and runs deferred work; true when UCX did anything.
-  bool progress(int rounds = kProgressRounds);
+  // Owner: progresses the workers (unless `workers` is false) until they
+  // have nothing to do (or for `rounds` calls each), polls the sources and
+  // runs deferred work; true when any of them did anything.
+  bool progress(int rounds = kProgressRounds, bool workers = true);
 
   // Owner: an operation was posted that UCX moves on only in progress
   // (no event of the workers' fds announces it), and whoever posted it
@@ -205,6 +206,8 @@ class UcxEngine : public ProgressDriver {
   // Owner: one turn (posted work, progress, timers, waits); true when UCX
   // did anything.
   bool turn(int rounds = kProgressRounds);
+  // Owner: the `i`th turn of a spinning waiter (ucx_engine_spin.cc).
+  bool spinTurn(unsigned i);
   // A waiter that owns the engine and ran out of spin: sleeps on the
   // workers' fds (sleep_fd_) and spins again after each wake-up, until
   // done() or `until`; true when done() held.
@@ -239,7 +242,7 @@ class UcxEngine : public ProgressDriver {
   // mw-ucx, which lookAgainSoon() wakes); a worker with events unhandled
   // then wakes mw-ucx at once (level-triggered).
   void spinnerStarted();
-  void spinnerStopped(bool got_result);
+  void spinnerStopped(bool got_result, std::chrono::steady_clock::time_point now);
   // mw-ucx: puts the workers back unless the application drives; true
   // when they stay out, and mw-ucx must look again (lookAgainSoon).
   bool unmaskIfIdle(bool app_drives);
@@ -268,6 +271,7 @@ class UcxEngine : public ProgressDriver {
   int waiting_sends_ = 0;
   int transfers_ = 0;
   bool need_progress_ = false;
+  bool workers_busy_ = false;  // owner: the last progress of the workers did something
   std::mutex mask_m_;
   int spinners_ = 0;     // under mask_m_
   bool masked_ = false;  // under mask_m_
@@ -278,8 +282,8 @@ class UcxEngine : public ProgressDriver {
   // (steady_clock ticks): while they keep coming, the mw-ucx thread does
   // not poll beside them.
   std::atomic<int64_t> app_active_{0};
-  void noteApplication() noexcept {
-    app_active_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  void noteApplication(std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) noexcept {
+    app_active_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
   }
   std::map<int, Watch> watches_;  // by pid
   std::map<WatchId, int> watch_pid_;

@@ -21,6 +21,13 @@ constexpr std::chrono::microseconds kSpinCap{1000};
 // most: pidfds and watched sockets are served by mw-ucx alone, which waits
 // that long for the engine (as for a spinning waiter, see run()).
 constexpr std::chrono::microseconds kOwnerSleep{1000};
+// Beside the same-host rings, workers that had nothing to do are
+// progressed on every kIdleWorkerTurns-th turn of a spin only: UCX 1.13's
+// tcp progress is an epoll_wait on its sockets, several times the cost of
+// a look at a ring, and a ring's next message would wait behind it.
+constexpr unsigned kIdleWorkerTurns = 16;
+// The clock is read, and timers fired, on every kClockTurns-th turn.
+constexpr unsigned kClockTurns = 8;
 
 }  // namespace
 
@@ -35,49 +42,71 @@ bool UcxEngine::spinUntil(const std::function<bool()>& done, std::chrono::steady
   auto end = std::min(cap, start + spin_);
   const bool nested = own_.owned();  // a callback of ours waits: we own it already
   if (!nested) {
-    noteApplication();
+    noteApplication(start);
     own_.want();
     spinnerStarted();
   }
   bool mine = nested;
   bool result = false;
+  bool moved = false;
+  auto now = start;  // as of the last clock turn
   for (unsigned i = 1;; ++i) {
     if (!mine) mine = own_.tryAcquire();
-    // One progress call per look at done(), as a raw progress loop does.
-    if (mine && !down_ && turn(1)) end = std::min(cap, std::chrono::steady_clock::now() + spin_);
+    if (mine && !down_ && spinTurn(i)) moved = true;
     if (done()) {
       result = true;
       break;
     }
-    if ((i & 7) == 0 && std::chrono::steady_clock::now() >= end) break;
+    if (i % kClockTurns == 0) {
+      now = std::chrono::steady_clock::now();
+      if (moved) end = std::min(cap, now + spin_);
+      moved = false;
+      if (now >= end) break;
+    }
   }
   if (!result && mine && !nested && !down_) {
     result = sleepOwning(done, std::min(deadline, std::chrono::steady_clock::now() + kOwnerSleep));
+    now = std::chrono::steady_clock::now();
   }
   if (!nested) {
     bool busy = false;
     if (mine) {
-      busy = transfers_ > 0;
-      // mw-ucx may sleep on the sources' requests, which this waiter's own
-      // sleep may have used up: asked again before it lets go, and a
-      // source that holds messages is for mw-ucx to serve now.
-      if (!armSources()) busy = true;
+      // The last waiter without a result puts the workers and sources back
+      // into mw-ucx's set (spinnerStopped), and mw-ucx may sleep on the
+      // sources' requests for a wake, which this waiter's own sleep may
+      // have used up: asked again before it lets go, and a source that
+      // holds messages is for mw-ucx to serve now. With a result they stay
+      // out until mw-ucx looks again, which asks for itself: a request
+      // asked here would only cost the peer's next write a signal.
+      auto arm = [&] { return result || armSources(); };
+      busy = transfers_ > 0 || !arm();
       while (!own_.tryRelease()) {
         turn();
-        busy = transfers_ > 0 || !armSources();
+        busy = transfers_ > 0 || !arm();
       }
     }
-    spinnerStopped(result);
+    spinnerStopped(result, now);
     // A waiter that got its result comes back for the next one and drives
     // it. One that ran out of spin sleeps on its request: mw-ucx, kicked,
     // serves what it leaves running, and polls once kStallLimit passed
     // since this spin began.
-    if (result) noteApplication();
+    if (result) noteApplication(now);
     own_.unwant();
     // mw-ucx may sleep without a timer: it polls what this waiter leaves running.
     if (busy && !result) kick();
   }
   return result;
+}
+
+bool UcxEngine::spinTurn(unsigned i) {
+  own_.runPosted();
+  const bool workers = sources_.empty() || workers_busy_ || need_progress_ || waiting_sends_ > 0 ||
+                       i % kIdleWorkerTurns == 0;
+  // One progress call per look at done(), as a raw progress loop does.
+  const bool any = progress(1, workers);
+  if (i % kClockTurns == 0) fireTimers();
+  own_.checkWaits();
+  return any;
 }
 
 bool UcxEngine::sleepOwning(const std::function<bool()>& done, std::chrono::steady_clock::time_point until) {
@@ -109,9 +138,9 @@ bool UcxEngine::sleepOwning(const std::function<bool()>& done, std::chrono::stea
     // waiter is gone, and only it withdraws the request, when it wakes.
     auto end = std::min(until, Clock::now() + spin_);
     for (unsigned i = 1;; ++i) {
-      if (turn(1)) end = std::min(until, Clock::now() + spin_);
+      if (spinTurn(i)) end = std::min(until, Clock::now() + spin_);
       if (done()) return true;
-      if ((i & 7) == 0 && Clock::now() >= end) break;
+      if (i % kClockTurns == 0 && Clock::now() >= end) break;
     }
   }
 }
@@ -121,13 +150,13 @@ void UcxEngine::spinnerStarted() {
   if (spinners_++ == 0 && !masked_ && !down_) maskWorkers(true);
 }
 
-void UcxEngine::spinnerStopped(bool got_result) {
+void UcxEngine::spinnerStopped(bool got_result, std::chrono::steady_clock::time_point now) {
   std::lock_guard<std::mutex> l(mask_m_);
   if (--spinners_ > 0 || !masked_ || down_) return;
   if (got_result) {
     // Back soon: the workers stay out until mw-ucx finds the application
     // gone (unmaskIfIdle).
-    lookAgainSoon();
+    lookAgainSoon(now);
   } else {
     maskWorkers(false);
   }
