@@ -66,6 +66,7 @@ class NcclDouble : public ::testing::Test {
 
 struct Stage {
   std::atomic<int> ready{0};
+  std::atomic<int> reduced{0};  // members whose allreduce finished
   std::atomic<int> done{0};
   std::atomic<int64_t> leaving_ns{0};  // steady clock: one clock for every process
 };
@@ -143,6 +144,9 @@ TEST_F(NcclDouble, KilledMemberBreaksTheWorldAtOnceAndItFormsAgain) {
     float in[2] = {5, 6}, out[2] = {};
     MWT_CHECK(mw_allreduce_async(w, in, out, 2, MW_FLOAT32, MW_SUM, &r));
     MWT_CHECK(mwtest::waitAndFree(r));
+    // The double's collectives finish at once: rank 1 issues its own
+    // before this one leaves, which would break its world.
+    MWT_REQUIRE(mwtest::eventually([&] { return stage->reduced.load() == 1; }, 30s));
     // Ahead of rank 1: a world whose peer left first is broken, and is
     // aborted, not finalized.
     MWT_CHECK(mw_world_destroy(w));
@@ -171,6 +175,7 @@ TEST_F(NcclDouble, KilledMemberBreaksTheWorldAtOnceAndItFormsAgain) {
     mw_request_t* r = nullptr;
     MWT_CHECK(mw_allreduce_async(w, in, out, 2, MW_FLOAT32, MW_SUM, &r));
     MWT_CHECK(mwtest::waitAndFree(r));
+    ++stage->reduced;
     MWT_REQUIRE(mwtest::eventually([&] { return stage->done.load() == 1; }, 30s));
     MWT_CHECK(mw_world_destroy(w));
     mw_context_free(ctx);
