@@ -31,11 +31,13 @@ size_t Request::receivedBytes() {
 Status Request::wait(std::chrono::milliseconds timeout) {
   // Finished already (a send a ring took at once), it reads no clock.
   const bool was_finished = finished();
+  if (!was_finished) waiters_.fetch_add(1);
   const auto deadline = timeout.count() < 0 || was_finished
                             ? std::chrono::steady_clock::time_point::max()
                             : std::chrono::steady_clock::now() + timeout;  // the spin counts against it
   if (driver_ && timeout.count() != 0 && !was_finished) driver_->spinUntil([this] { return finished(); }, deadline);
   Status s;
+  bool queued;
   {
     std::unique_lock<std::mutex> lock(m_);
     auto done = [&] { return status_ != Status::InProgress; };
@@ -45,21 +47,27 @@ Status Request::wait(std::chrono::milliseconds timeout) {
       cv_.wait_until(lock, deadline, done);
     }
     s = status_;
+    queued = queued_for_poll_;
+    if (!was_finished) waiters_.fetch_sub(1);
   }
-  if (s != Status::InProgress) markReported();
+  if (s != Status::InProgress && queued) markReported();
   return s;
 }
 
 void Request::complete(Status status, const std::string& detail) {
+  bool waited;
   {
     std::lock_guard<std::mutex> lock(m_);
     if (status_ != Status::InProgress) return;
     status_ = status;
     detail_ = detail;
     finished_.store(true, std::memory_order_release);
+    // A thread in wait() reports it before it lets go of m_.
+    waited = waiters_.load() > 0;
+    queued_for_poll_ = !waited;
   }
   cv_.notify_all();
-  cq_->push(shared_from_this());
+  if (!waited) cq_->push(shared_from_this());
 }
 
 void Request::cancel() {

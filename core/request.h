@@ -79,6 +79,11 @@ class Request : public std::enable_shared_from_this<Request> {
   std::condition_variable cv_;
   Status status_ = Status::InProgress;
   std::string detail_;
+  // Threads inside wait() that will report the final status themselves:
+  // a completion they see is not queued for mw_poll. Raised without m_,
+  // lowered under it, read by complete() under it.
+  std::atomic<int> waiters_{0};
+  bool queued_for_poll_ = false;  // under m_: complete() pushed it to cq_
 
   // Guarded by the completion queue's mutex.
   bool reported_ = false;   // the program has seen the final status

@@ -18,10 +18,7 @@ World::~World() {
 
 void World::start() { backend_->start(*this); }
 
-WorldState World::state() const {
-  std::lock_guard<std::mutex> lock(m_);
-  return state_;
-}
+WorldState World::state() const { return state_.load(); }
 
 OpResult World::failure() const {
   std::lock_guard<std::mutex> lock(m_);

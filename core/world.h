@@ -3,6 +3,7 @@
 // Backend-neutral.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -93,7 +94,8 @@ class World : public std::enable_shared_from_this<World> {
 
   std::mutex issue_m_;  // makes the backend see operations in issue order
   mutable std::mutex m_;
-  WorldState state_ = WorldState::Ready;
+  // Written under m_; state() reads it without m_, as every issue does.
+  std::atomic<WorldState> state_{WorldState::Ready};
   std::string broken_detail_;
   int broken_peer_ = -1;
   bool stopped_ = false;

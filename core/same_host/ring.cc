@@ -157,13 +157,20 @@ RingWriter::Write RingWriter::write(uint64_t tag, const void* data, size_t bytes
   const uint64_t cap = map_->capacity();
   const uint64_t head = h->head.load(std::memory_order_relaxed);  // only this side moves it
   const uint64_t need = aligned(sizeof(RingRecord) + bytes);
-  uint64_t tail = h->tail.load(std::memory_order_acquire);
-  if (tail > head || head - tail > cap) return Write::Corrupt;
+  // The reader's tail as last read: while that leaves room, its cache line
+  // stays with the reader, which moves it after every message.
+  uint64_t tail = tail_seen_;
+  if (cap - (head - tail) < need) {
+    tail = h->tail.load(std::memory_order_acquire);
+    if (tail > head || head - tail > cap || tail < tail_seen_) return Write::Corrupt;
+    tail_seen_ = tail;
+  }
   if (cap - (head - tail) < need) {
     h->writer_blocked.store(1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     tail = h->tail.load(std::memory_order_acquire);
-    if (tail > head || head - tail > cap) return Write::Corrupt;
+    if (tail > head || head - tail > cap || tail < tail_seen_) return Write::Corrupt;
+    tail_seen_ = tail;
     if (cap - (head - tail) < need) return Write::Full;
     // Room after all; a wake the reader may still send is only spurious.
     h->writer_blocked.store(0, std::memory_order_relaxed);
@@ -229,6 +236,7 @@ RingReader::RingReader(int pidfd, const RingFds& fds) {
                                                std::to_string(fds.capacity) + "-byte ring");
     }
     tail_ = h->tail.load(std::memory_order_acquire);
+    head_seen_ = tail_;
   } catch (...) {
     map_.reset();
     closeFd(memfd);
@@ -248,14 +256,21 @@ RingReader::Read RingReader::next(RingMessage* out) {
   if (!corruption_.empty()) return Read::Corrupt;
   RingHeader* h = map_->header();
   const uint64_t cap = map_->capacity();
-  const uint64_t head = h->head.load(std::memory_order_acquire);
-  if (head == tail_) return Read::Empty;
-  const uint64_t published = head - tail_;
-  if (head < tail_ || published > cap || published % kRingAlign != 0) {
-    corruption_ = "its head " + std::to_string(head) + " is not within " + std::to_string(cap) +
-                  " bytes after the reader's tail " + std::to_string(tail_);
-    return Read::Corrupt;
+  // The writer's head as last read: messages up to it are read without
+  // touching its cache line, which the writer moves after every message.
+  uint64_t head = head_seen_;
+  if (head == tail_) {
+    head = h->head.load(std::memory_order_acquire);
+    if (head == tail_) return Read::Empty;
+    const uint64_t published = head - tail_;
+    if (head < tail_ || published > cap || published % kRingAlign != 0) {
+      corruption_ = "its head " + std::to_string(head) + " is not within " + std::to_string(cap) +
+                    " bytes after the reader's tail " + std::to_string(tail_);
+      return Read::Corrupt;
+    }
+    head_seen_ = head;
   }
+  const uint64_t published = head - tail_;
   const char* at = map_->data() + (tail_ & (cap - 1));
   RingRecord record;
   std::memcpy(&record, at, sizeof record);  // once: the writer's copy is not trusted twice

@@ -94,6 +94,7 @@ class RingWriter {
  private:
   std::unique_ptr<RingMapping> map_;
   int memfd_ = -1, wake_fd_ = -1, space_fd_ = -1;
+  uint64_t tail_seen_ = 0;  // the reader's tail when write() last read it
 };
 
 // A message the reader looks at: valid until consume().
@@ -139,6 +140,7 @@ class RingReader {
   int wake_fd_ = -1, space_fd_ = -1;
   uint64_t tail_ = 0;  // ours: consumed so far
   uint64_t seen_ = 0;  // the end of the message next() returned, 0: none
+  uint64_t head_seen_ = 0;  // the writer's head when next() last read it
   std::string corruption_;
 };
 

@@ -118,7 +118,6 @@ void UcxOp::postLoan(UcxTransfer& t, uint64_t channel, samehost::RingPair& ring)
     tp->loan->status = UCS_ERR_CANCELED;
     giveUpLoan(*tp);
   });
-  engine_.needProgress();  // its return comes through progress
 }
 
 void UcxOp::loanReturned(UcxTransfer& t) {
