@@ -56,6 +56,7 @@ struct RingSide {
   std::vector<char> sink;
   void send(const char* msg, size_t bytes) {
     while (out->write(1, msg, bytes) != RingWriter::Write::Written) {
+      if (!out->armSpace(bytes)) continue;
       waitReadable(out->spaceFd());
       out->drainSpace();
     }

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -165,16 +166,7 @@ RingWriter::Write RingWriter::write(uint64_t tag, const void* data, size_t bytes
     if (tail > head || head - tail > cap || tail < tail_seen_) return Write::Corrupt;
     tail_seen_ = tail;
   }
-  if (cap - (head - tail) < need) {
-    h->writer_blocked.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    tail = h->tail.load(std::memory_order_acquire);
-    if (tail > head || head - tail > cap || tail < tail_seen_) return Write::Corrupt;
-    tail_seen_ = tail;
-    if (cap - (head - tail) < need) return Write::Full;
-    // Room after all; a wake the reader may still send is only spurious.
-    h->writer_blocked.store(0, std::memory_order_relaxed);
-  }
+  if (cap - (head - tail) < need) return Write::Full;
   char* at = map_->data() + (head & (cap - 1));
   const RingRecord record{tag, static_cast<uint32_t>(bytes), ~static_cast<uint32_t>(bytes)};
   std::memcpy(at, &record, sizeof record);
@@ -184,6 +176,24 @@ RingWriter::Write RingWriter::write(uint64_t tag, const void* data, size_t bytes
   if (h->reader_asleep.load(std::memory_order_relaxed) && h->reader_asleep.exchange(0)) signal(wake_fd_);
   return Write::Written;
 }
+
+bool RingWriter::armSpace(size_t bytes) {
+  RingHeader* h = map_->header();
+  const uint64_t cap = map_->capacity();
+  const uint64_t head = h->head.load(std::memory_order_relaxed);
+  const uint64_t need = aligned(sizeof(RingRecord) + std::min<size_t>(bytes, maxMessage()));
+  h->writer_blocked.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const uint64_t tail = h->tail.load(std::memory_order_acquire);
+  // A counter that says what cannot be is write()'s to report: room now.
+  if (tail > head || head - tail > cap || cap - (head - tail) >= need) {
+    h->writer_blocked.store(0, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+void RingWriter::disarmSpace() { map_->header()->writer_blocked.store(0, std::memory_order_relaxed); }
 
 void RingWriter::drainSpace() { drain(space_fd_); }
 

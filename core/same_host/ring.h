@@ -18,7 +18,8 @@
 //
 // Waking: the reader is woken through the wake eventfd only when it asked
 // to be (armWake() before it sleeps), and the writer through the space
-// eventfd only when it found the ring full. Each side sets its flag, then
+// eventfd only when it asked for room (armSpace() before it sleeps): a
+// side that polls costs the other no signal. Each side sets its flag, then
 // a full fence, then looks at the other's counter once more, so neither
 // sleeps on a message or room the other just made (the store-load fences
 // pair up).
@@ -79,12 +80,16 @@ class RingWriter {
 
   enum class Write {
     Written,   // published: the caller's buffer is free
-    Full,      // no room now: space_fd becomes readable once there is
+    Full,      // no room now: armSpace() before sleeping on space_fd
     TooLarge,  // more than maxMessage()
     Corrupt,   // the reader's counter says what cannot be
   };
   Write write(uint64_t tag, const void* data, size_t bytes);
-  // Readable after write() said Full, once the reader made room.
+  // Before sleeping on spaceFd(): asks the reader for a wake once a
+  // message of `bytes` fits. False when it fits now (nothing is armed).
+  bool armSpace(size_t bytes);
+  void disarmSpace();
+  // Readable once the reader made room after armSpace().
   int spaceFd() const { return space_fd_; }
   // Clears spaceFd() after it woke the caller.
   void drainSpace();

@@ -70,7 +70,7 @@ bool RingPair::flush() {
   while (!backlog_.empty() && !given_up_ && !sends_abandoned_) {
     Waiting& w = backlog_.front();
     const RingWriter::Write r = writer_.write(w.tag, w.tag == kWordTag ? &w.word : w.data, w.bytes);
-    if (r == RingWriter::Write::Full) return moved;  // the space fd fires once there is room
+    if (r == RingWriter::Write::Full) return moved;  // armWake() asks for room before a sleep
     if (r == RingWriter::Write::Corrupt) {
       failure_ = "the peer's reading of this member's ring says what cannot be";
       return moved;
@@ -133,9 +133,16 @@ bool RingPair::progress() {
   return drain() || moved;
 }
 
-bool RingPair::armWake() { return reader_ ? reader_->armWake() : true; }
+bool RingPair::armWake() {
+  if (backlogged() && !given_up_ && !sends_abandoned_ && failure_.empty()) {
+    const Waiting* front = backlog_.empty() ? nullptr : &backlog_.front();
+    if (!writer_.armSpace(front ? front->bytes : 0)) return false;  // room now: flush
+  }
+  return reader_ ? reader_->armWake() : true;
+}
 
 void RingPair::disarmWake() {
+  writer_.disarmSpace();
   if (reader_) reader_->disarmWake();
 }
 

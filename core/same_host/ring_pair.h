@@ -78,8 +78,9 @@ class RingPair {
   // Sends wait for room: spaceFd() says when there is.
   bool backlogged() const { return !backlog_.empty() || bye_pending_; }
   int spaceFd() const { return writer_.spaceFd(); }
-  // Before the owner sleeps: asks for a wake on wakeFd(). False when a
-  // message came meanwhile. After waking: disarmWake(); the owner reads
+  // Before the owner sleeps: asks for a wake on wakeFd(), and, while sends
+  // wait, on spaceFd() once the first fits. False when a message came or
+  // room was made meanwhile. After waking: disarmWake(); the owner reads
   // wakeFd() and spaceFd() itself when they fire.
   bool armWake();
   void disarmWake();
