@@ -100,9 +100,12 @@ void Ownership::acquire() {
   owner_.store(std::this_thread::get_id(), std::memory_order_release);
 }
 
-void Ownership::want() {
+bool Ownership::want() {
   std::lock_guard<std::mutex> l(m_);
   ++wanting_;
+  if (owner_.load(std::memory_order_relaxed) != std::thread::id()) return false;
+  owner_.store(std::this_thread::get_id(), std::memory_order_release);
+  return true;
 }
 
 void Ownership::unwant() {

@@ -72,8 +72,8 @@ class Ownership {
   // owning, once stopHome() was called.
   bool acquireHome(std::chrono::microseconds patience);
   // A waiter announces itself before it tries, and withdraws when its spin
-  // ended.
-  void want();
+  // ended. want() returns tryAcquire()'s answer, under the same lock.
+  bool want();
   void unwant();
   // Takes the state when nobody owns it.
   bool tryAcquire();

@@ -7,7 +7,14 @@ namespace mw {
 
 Request* Request::create(std::shared_ptr<World> world, std::shared_ptr<CompletionQueue> cq,
                          uint64_t user_data, std::shared_ptr<ProgressDriver> driver) {
-  std::shared_ptr<Request> r(new Request(std::move(world), std::move(cq), user_data, std::move(driver)));
+  // One allocation for the request and its count (a local class may
+  // call the private constructor).
+  struct Made : Request {
+    Made(std::shared_ptr<World> w, std::shared_ptr<CompletionQueue> q, uint64_t u, std::shared_ptr<ProgressDriver> d)
+        : Request(std::move(w), std::move(q), u, std::move(d)) {}
+  };
+  std::shared_ptr<Request> r =
+      std::make_shared<Made>(std::move(world), std::move(cq), user_data, std::move(driver));
   r->caller_ref_ = r;
   return r.get();
 }

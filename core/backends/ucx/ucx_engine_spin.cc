@@ -41,12 +41,12 @@ bool UcxEngine::spinUntil(const std::function<bool()>& done, std::chrono::steady
   const auto cap = std::min(deadline, start + std::max<std::chrono::microseconds>(spin_, kSpinCap));
   auto end = std::min(cap, start + spin_);
   const bool nested = own_.owned();  // a callback of ours waits: we own it already
+  bool mine = nested;
   if (!nested) {
     noteApplication(start);
-    own_.want();
+    mine = own_.want();
     spinnerStarted();
   }
-  bool mine = nested;
   bool result = false;
   bool moved = false;
   auto now = start;  // as of the last clock turn
