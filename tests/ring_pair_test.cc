@@ -2,6 +2,7 @@
 // process: order by channel, lent descriptors, sends that wait for room,
 // the goodbye after them, and giving up.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -16,6 +17,11 @@ using mw::DeliveryOutcome;
 using mw::samehost::RingPair;
 
 int pidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
+}
 
 class RingPairTest : public ::testing::Test {
  protected:
@@ -129,6 +135,25 @@ TEST_F(RingPairTest, SendsThatFindTheRingFullWaitInOrderAndTheGoodbyeComesLast) 
   }
   EXPECT_TRUE(b.byeSeen());
   EXPECT_EQ(b.failure(), "");
+}
+
+// The thread that sent may never poll again (mw-ucx asleep, the sender
+// gone back to its program): the first send that waits asks for room
+// itself, and the reader's making room says so on spaceFd().
+TEST_F(RingPairTest, ASendThatWaitsForRoomIsAnnouncedWithoutAPoll) {
+  RingPair a(4096), b(4096);
+  join(a, b);
+  std::vector<char> p(900, 'p');
+  int delivered = 0;
+  for (int i = 0; i < 6; ++i) a.send(1, p.data(), p.size(), false, [&](DeliveryOutcome) { ++delivered; });
+  ASSERT_TRUE(a.backlogged());
+  EXPECT_FALSE(readable(a.spaceFd()));
+  Received got(1000);
+  b.recv(1, got.buf.data(), got.buf.size(), got.callback());
+  ASSERT_TRUE(b.progress());  // b reads, and frees the room: a is not polled
+  EXPECT_TRUE(got.done);
+  EXPECT_TRUE(readable(a.spaceFd()));
+  EXPECT_EQ(delivered, 4);
 }
 
 TEST_F(RingPairTest, GivingUpEndsEveryWaitingSendAndReceive) {

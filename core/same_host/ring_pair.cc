@@ -41,6 +41,7 @@ void RingPair::send(uint64_t channel, const void* data, size_t bytes, bool lent,
     }
   }
   backlog_.push_back(Waiting{tag, data, bytes, std::move(done)});
+  askForRoom();
 }
 
 void RingPair::sendWord(uint64_t word) {
@@ -48,6 +49,7 @@ void RingPair::sendWord(uint64_t word) {
   if (given_up_ || sends_abandoned_ || bye_asked_ || !failure_.empty()) return;
   if (!backlogged() && writer_.write(kWordTag, &word, sizeof word) == RingWriter::Write::Written) return;
   backlog_.push_back(Waiting{kWordTag, nullptr, sizeof word, [](DeliveryOutcome) {}, word});
+  askForRoom();
 }
 
 void RingPair::sendBye() {
@@ -55,6 +57,14 @@ void RingPair::sendBye() {
   bye_asked_ = true;
   bye_pending_ = true;
   flush();
+  askForRoom();
+}
+
+void RingPair::askForRoom() {
+  while (backlogged() && !given_up_ && !sends_abandoned_ && failure_.empty()) {
+    if (writer_.armSpace(backlog_.empty() ? 0 : backlog_.front().bytes)) return;
+    if (!flush()) return;  // room now: what fits goes at once
+  }
 }
 
 uint64_t RingPair::recv(uint64_t channel, void* buffer, size_t bytes, RecvDone done) {
@@ -134,9 +144,9 @@ bool RingPair::progress() {
 }
 
 bool RingPair::armWake() {
-  if (backlogged() && !given_up_ && !sends_abandoned_ && failure_.empty()) {
-    const Waiting* front = backlog_.empty() ? nullptr : &backlog_.front();
-    if (!writer_.armSpace(front ? front->bytes : 0)) return false;  // room now: flush
+  if (backlogged() && !given_up_ && !sends_abandoned_ && failure_.empty() &&
+      !writer_.armSpace(backlog_.empty() ? 0 : backlog_.front().bytes)) {
+    return false;  // room now: flush
   }
   return reader_ ? reader_->armWake() : true;
 }

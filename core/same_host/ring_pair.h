@@ -114,6 +114,11 @@ class RingPair {
   static constexpr uint64_t kWordTag = 3ull << 56;
   static constexpr uint64_t kFlagMask = 0xffull << 56;
   bool flush();  // the backlog into the ring: true when anything went
+  // A send just found the ring full: the reader signals spaceFd() once the
+  // first waiting one fits, so the backlog moves on even when the thread
+  // that sent it never polls again (mw-ucx may sleep meanwhile). Polling
+  // owners ask again only before they sleep (armWake).
+  void askForRoom();
   bool drain();  // the peer's ring to the receives: true when anything came
 
   RingWriter writer_;

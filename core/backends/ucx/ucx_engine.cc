@@ -50,6 +50,13 @@ __attribute__((constructor)) void giveErrorSignalsBack() {
   throw Error(Status::Backend, std::string("UCX ") + what + ": " + ucs_status_string(s));
 }
 
+unsigned usableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return static_cast<unsigned>(CPU_COUNT(&set));
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<unsigned>(n) : 1;
+}
+
 }  // namespace
 
 bool ucxUsable() noexcept {
@@ -168,7 +175,7 @@ WorkerParts makeWorker(const std::string& net_devices, bool path) {
 
 UcxEngine::UcxEngine(std::chrono::microseconds spin, const std::string& net_devices,
                      const std::vector<std::string>& path_devices)
-    : spin_(spin), own_([this] { kick(); }, [this] { wakeOwner(); }) {
+    : spin_(spin), own_([this] { kick(); }, [this] { wakeOwner(); }), cpus_(usableCpus()) {
   WorkerParts main = makeWorker(net_devices, false);
   context_ = main.context;
   worker_ = main.worker;

@@ -99,6 +99,11 @@ class UcxEngine : public ProgressDriver {
   // done(). Never past `deadline`.
   bool spinUntil(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline) override;
   std::chrono::microseconds spin() const { return spin_; }
+  // The processes this one shares a host with through its sources, and
+  // itself, outnumber the CPUs it may run on: a waiter that spins or
+  // drives takes a CPU one of them needs, so it leaves the engine to
+  // mw-ucx and sleeps on its request (spinUntil).
+  bool crowded() const { return crowded_.load(std::memory_order_relaxed); }
 
   // Owner: progresses the workers (unless `workers` is false) until they
   // have nothing to do (or for `rounds` calls each), polls the sources and
@@ -166,6 +171,7 @@ class UcxEngine : public ProgressDriver {
     std::function<bool()> poll, arm;
     std::function<void()> disarm;
     std::vector<int> fds;
+    int peer_pid = 0;  // the process at the other end, for crowded()
   };
   using SourceId = uint64_t;
   SourceId addSource(Source source);
@@ -293,6 +299,9 @@ class UcxEngine : public ProgressDriver {
   };
   std::map<FdWatchId, FdWatch> fd_watches_;
   std::map<SourceId, Source> sources_;
+  std::map<int, int> source_pids_;  // owner: sources per peer process
+  const unsigned cpus_;             // the CPUs this process may run on
+  std::atomic<bool> crowded_{false};
   SourceId next_source_ = 1;
   bool polling_sources_ = false;  // inside pollSources: removals wait
   std::vector<SourceId> removed_sources_;

@@ -34,6 +34,9 @@ UcxEngine::SourceId UcxEngine::addSource(Source source) {
     source_fds_.push_back(fd);
   }
   const SourceId id = next_source_++;
+  if (source.peer_pid > 0 && source_pids_[source.peer_pid]++ == 0) {
+    crowded_.store(source_pids_.size() + 1 > cpus_, std::memory_order_relaxed);
+  }
   sources_.emplace(id, std::move(source));
   kick();  // mw-ucx may sleep without having asked this source for a wake
   return id;
@@ -42,6 +45,10 @@ UcxEngine::SourceId UcxEngine::addSource(Source source) {
 void UcxEngine::removeSource(SourceId id) {
   auto it = sources_.find(id);
   if (it == sources_.end()) return;
+  if (auto pid = source_pids_.find(it->second.peer_pid); pid != source_pids_.end() && --pid->second == 0) {
+    source_pids_.erase(pid);
+    crowded_.store(source_pids_.size() + 1 > cpus_, std::memory_order_relaxed);
+  }
   {
     std::lock_guard<std::mutex> l(mask_m_);
     for (int fd : it->second.fds) {

@@ -33,7 +33,9 @@ constexpr unsigned kClockTurns = 8;
 
 bool UcxEngine::spinUntil(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline) {
   if (done()) return true;
-  if (spin_.count() <= 0 || down_) return false;
+  // Crowded, a waiter sleeps on its request at once, as with spin_us=0:
+  // mw-ucx drives, and this thread's CPU goes to the other processes.
+  if (spin_.count() <= 0 || down_ || crowded()) return false;
   // The spin counts the time UCX does nothing: a transfer that keeps
   // moving (a rendezvous, a large message) is driven here, for up to
   // kSpinCap, rather than handed to mw-ucx midway.

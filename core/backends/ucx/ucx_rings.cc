@@ -129,6 +129,7 @@ void UcxWorld::takeRings() {
     source.disarm = [ring] { ring->disarmWake(); };
     if (p.reads) source.fds.push_back(ring->wakeFd());
     if (p.lends) source.fds.push_back(ring->spaceFd());
+    source.peer_pid = p.link->pid();
     p.ring_source = engine().addSource(std::move(source));
   }
   abandonHellos();  // each was received; a send UCX still holds ends on its own
