@@ -103,9 +103,7 @@ void Ownership::acquire() {
 bool Ownership::want() {
   std::lock_guard<std::mutex> l(m_);
   ++wanting_;
-  if (owner_.load(std::memory_order_relaxed) != std::thread::id()) return false;
-  owner_.store(std::this_thread::get_id(), std::memory_order_release);
-  return true;
+  return takeIfFree();
 }
 
 void Ownership::unwant() {
@@ -138,6 +136,10 @@ bool Ownership::wanted() const {
 
 bool Ownership::tryAcquire() {
   std::lock_guard<std::mutex> l(m_);
+  return takeIfFree();
+}
+
+bool Ownership::takeIfFree() {
   if (owner_.load(std::memory_order_relaxed) != std::thread::id()) return false;
   owner_.store(std::this_thread::get_id(), std::memory_order_release);
   return true;

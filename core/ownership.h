@@ -117,6 +117,8 @@ class Ownership {
 
   void finish(bool& done);
   void waitFor(const bool& done);
+  // Under m_: takes the state for this thread when nobody owns it.
+  bool takeIfFree();
   // runOrPost(): takes the free state, and lets it go again (checking the
   // waits, and waking home for what was posted meanwhile).
   bool tryTakeIdle();

@@ -71,7 +71,8 @@ CmaResult cmaRead(int pid, int pidfd, const CmaDescriptor& d, void* dest) {
   };
   // The data, then the ticket, in one call: the kernel copies the remote
   // ranges in their order, so the ticket is read after every byte of the
-  // data. A call that stops short is finished range by range, in order.
+  // data. A call that stops short is done again range by range, data
+  // first, which finishes it or names why it cannot be.
   uint64_t ticket = 0;
   iovec to[2] = {{dest, d.bytes}, {&ticket, sizeof ticket}};
   iovec from[2] = {{reinterpret_cast<void*>(d.address), d.bytes},
@@ -82,18 +83,8 @@ CmaResult cmaRead(int pid, int pidfd, const CmaDescriptor& d, void* dest) {
   } while (n < 0 && errno == EINTR);
   if (n < 0) return failed(errno);
   if (static_cast<size_t>(n) != d.bytes + sizeof ticket) {
-    const size_t got = static_cast<size_t>(n);
-    if (got < d.bytes) {
-      if (int e = readFrom(pid, static_cast<char*>(dest) + got, d.address + got, d.bytes - got)) return failed(e);
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      if (int e = readFrom(pid, &ticket, d.ticket_address, sizeof ticket)) return failed(e);
-    } else {
-      const size_t part = got - d.bytes;
-      if (int e = readFrom(pid, reinterpret_cast<char*>(&ticket) + part, d.ticket_address + part,
-                           sizeof ticket - part)) {
-        return failed(e);
-      }
-    }
+    if (int e = readFrom(pid, dest, d.address, d.bytes)) return failed(e);
+    if (int e = readFrom(pid, &ticket, d.ticket_address, sizeof ticket)) return failed(e);
   }
   if (exited()) return {CmaOutcome::Gone, 0};
   if (ticket != d.ticket) return {CmaOutcome::Withdrawn, 0};

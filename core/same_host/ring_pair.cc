@@ -61,10 +61,13 @@ void RingPair::sendBye() {
 }
 
 void RingPair::askForRoom() {
-  while (backlogged() && !given_up_ && !sends_abandoned_ && failure_.empty()) {
-    if (writer_.armSpace(backlog_.empty() ? 0 : backlog_.front().bytes)) return;
-    if (!flush()) return;  // room now: what fits goes at once
+  while (!roomAsked() && flush()) {
   }
+}
+
+bool RingPair::roomAsked() {
+  if (!backlogged() || given_up_ || sends_abandoned_ || !failure_.empty()) return true;
+  return writer_.armSpace(backlog_.empty() ? 0 : backlog_.front().bytes);
 }
 
 uint64_t RingPair::recv(uint64_t channel, void* buffer, size_t bytes, RecvDone done) {
@@ -144,10 +147,7 @@ bool RingPair::progress() {
 }
 
 bool RingPair::armWake() {
-  if (backlogged() && !given_up_ && !sends_abandoned_ && failure_.empty() &&
-      !writer_.armSpace(backlog_.empty() ? 0 : backlog_.front().bytes)) {
-    return false;  // room now: flush
-  }
+  if (!roomAsked()) return false;  // room now: flush
   return reader_ ? reader_->armWake() : true;
 }
 

@@ -119,6 +119,10 @@ class RingPair {
   // that sent it never polls again (mw-ucx may sleep meanwhile). Polling
   // owners ask again only before they sleep (armWake).
   void askForRoom();
+  // True when nothing waits to be sent (or nothing can go any more), or
+  // the reader was asked to signal once the first waiting send fits;
+  // false when it fits now.
+  bool roomAsked();
   bool drain();  // the peer's ring to the receives: true when anything came
 
   RingWriter writer_;
