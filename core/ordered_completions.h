@@ -4,6 +4,13 @@
 // early waits for the earlier ones of its lane; a cancelled operation
 // completes at once (it has no data to order).
 //
+// A lane is a stream: once one of its operations completes in order with
+// the world's failure (WorldBroken, or Cancelled once it is destroyed),
+// every later one of that lane completes with the same failure, even one
+// whose data is in. A message that came after one that never did is never
+// delivered as if the lost one had not been sent (the rule LaneBackend
+// keeps for blocking backends).
+//
 // Not thread-safe: the backend calls it under its own lock.
 #pragma once
 
@@ -41,11 +48,16 @@ class OrderedCompletions {
     bool ended = false;
     OpResult result;
   };
+  struct Lane {
+    std::deque<Slot> slots;
+    bool lost = false;  // an operation of it completed WorldBroken: `failure`
+    OpResult failure;
+  };
   Slot* find(int lane, Ticket t);
-  void release(std::deque<Slot>& lane);
+  void release(Lane& lane);
 
   Ticket next_ = 1;
-  std::map<int, std::deque<Slot>> lanes_;
+  std::map<int, Lane> lanes_;
 };
 
 }  // namespace mw

@@ -1,7 +1,8 @@
 // The same-host path of UCX worlds (core/backends/ucx/ucx_same_host.h):
 // large messages between members of one host move by process_vm_readv, in
 // order with the small ones that take the pair's rings; a member killed mid-transfer
-// fails only its own world; a pair the kernel refuses stays on TCP. Each
+// fails only its own world; nothing is delivered past a message that was
+// lost; a pair the kernel refuses stays on TCP. Each
 // test that moves data checks where it went: through loopback (TCP) or
 // not. They run alone (label fault), so that no other test's traffic
 // blurs loopback's counters.
@@ -13,6 +14,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -379,6 +381,125 @@ TEST(SameHost, AReceiverKilledMidReadBreaksTheSendersWorld) {
     tested = true;
   }
   EXPECT_TRUE(tested) << "the receiver finished its copy before every kill";
+}
+
+// How a message in flight to a stopped receiver gets lost, for
+// ALaterMessageIsNeverDeliveredPastALostOne.
+enum class Loss {
+  SenderLeaves,        // the sender destroys its world: what it lent is withdrawn
+  StoppedPastTimeout,  // the sender's world breaks on the receiver's silence
+};
+
+struct LossRound {
+  std::atomic<int> posted{0};  // the receiver posted both receives and stops itself
+  std::atomic<int> go{0};      // it is stopped: the sender sends
+  std::atomic<int> sent{0};    // the sender is done with both messages
+  std::atomic<int> first{1}, second{1};          // the receiver's two statuses
+  std::atomic<int> send_first{1}, send_second{1};  // the sender's
+};
+
+// While the receiver is stopped, the sender sends a large message and a
+// small one behind it; the first is lost (its loan withdrawn, or its
+// rendezvous cut off), the second waits whole in the receiver's ring or
+// socket. Once resumed, the receiver must not get the second as if the
+// first had never been sent: both its receives fail.
+void laterMessageAfterALostOne(const mwtest::Settings& base, Loss how, size_t first_words) {
+  mwtest::Settings settings = base;
+  if (how == Loss::StoppedPastTimeout) {
+    for (auto& [k, v] : settings) {
+      if (k == "heartbeat_timeout_ms") v = "1000";
+    }
+  }
+  mwtest::RedisServer redis;
+  const std::string url = redis.url();
+  mwlab::Shared<LossRound> round;
+  LossRound* st = round.get();
+  constexpr size_t kSecondWords = 4;
+  // Joins as `rank`; after the barrier both rings are taken.
+  auto joined = [&](mwtest::Member& m, int rank) {
+    mw_request_t* b = nullptr;
+    return m.join(url, "lost-then-later", rank, 2) && mw_barrier_async(m.world, &b) == MW_OK &&
+           mwtest::waitAndFree(b) == MW_OK;
+  };
+  mwtest::Workers sender;
+  sender.add([&]() -> int {
+    mwtest::Member m(settings);
+    MWT_REQUIRE(joined(m, 1));
+    std::vector<uint64_t> first(first_words), second(kSecondWords);
+    fill(first, 5, 0);
+    fill(second, 5, 1);
+    MWT_REQUIRE(mwtest::eventually([&] { return st->go.load() == 1; }, std::chrono::seconds(30)));
+    mw_request_t *r1 = nullptr, *r2 = nullptr;
+    MWT_CHECK(mw_send_async(m.world, first.data(), first.size(), MW_UINT64, 0, &r1));
+    MWT_CHECK(mw_send_async(m.world, second.data(), second.size(), MW_UINT64, 0, &r2));
+    if (how == Loss::SenderLeaves) {
+      mw_world_destroy(m.world);  // returns once the first is withdrawn
+      m.world = nullptr;
+    }
+    // Sends complete in issue order: the second after the first.
+    st->send_first.store(mwtest::waitAndFree(r1));
+    st->send_second.store(mwtest::waitAndFree(r2));
+    st->sent.store(1);
+    return 0;
+  });
+  const pid_t receiver = mwtest::spawn([&]() -> int {
+    mwtest::Member m(settings);
+    MWT_REQUIRE(joined(m, 0));
+    std::vector<uint64_t> first(first_words), second(kSecondWords);
+    mw_request_t *r1 = nullptr, *r2 = nullptr;
+    MWT_CHECK(mw_recv_async(m.world, first.data(), first.size(), MW_UINT64, 1, &r1));
+    MWT_CHECK(mw_recv_async(m.world, second.data(), second.size(), MW_UINT64, 1, &r2));
+    st->posted.store(1);
+    raise(SIGSTOP);
+    st->first.store(mwtest::waitAndFree(r1));
+    const mw_status_t s2 = mwtest::waitAndFree(r2);
+    if (s2 == MW_OK && intact(second, 5, 1)) std::fprintf(stderr, "the second message arrived past the first\n");
+    st->second.store(s2);
+    return 0;
+  });
+  ASSERT_TRUE(mwtest::eventually([&] { return st->posted.load() == 1; }, std::chrono::seconds(30)));
+  int ws = 0;
+  ASSERT_EQ(waitpid(receiver, &ws, WUNTRACED), receiver);
+  ASSERT_TRUE(WIFSTOPPED(ws));
+  st->go.store(1);
+  const auto stopped = Clock::now();
+  const bool sent = mwtest::eventually([&] { return st->sent.load() == 1; }, std::chrono::seconds(30));
+  if (how == Loss::StoppedPastTimeout) {
+    // Past the receiver's own timeout too, as the soak's long stops are.
+    std::this_thread::sleep_until(stopped + std::chrono::milliseconds(1500));
+  }
+  kill(receiver, SIGCONT);
+  ASSERT_TRUE(sent) << "the sender never finished";
+  ASSERT_EQ(mwtest::waitExit(receiver, std::chrono::seconds(30)), 0);
+  ASSERT_TRUE(sender.join(std::chrono::seconds(30)));
+  std::printf("sender: %s, %s; receiver: %s, %s\n", mw_status_string(static_cast<mw_status_t>(st->send_first.load())),
+              mw_status_string(static_cast<mw_status_t>(st->send_second.load())),
+              mw_status_string(static_cast<mw_status_t>(st->first.load())),
+              mw_status_string(static_cast<mw_status_t>(st->second.load())));
+  // The second send ended in order, behind the first: it fails with it.
+  EXPECT_NE(st->send_first.load(), MW_OK);
+  EXPECT_NE(st->send_second.load(), MW_OK);
+  EXPECT_EQ(st->first.load(), MW_ERR_WORLD_BROKEN) << mw_status_string(static_cast<mw_status_t>(st->first.load()));
+  EXPECT_EQ(st->second.load(), MW_ERR_WORLD_BROKEN)
+      << "the message behind a lost one completed with "
+      << mw_status_string(static_cast<mw_status_t>(st->second.load()));
+}
+
+TEST(SameHost, ALaterMessageIsNeverDeliveredPastALostOne) {
+  if (skipUnlessUcx()) GTEST_SKIP() << "the same-host path is the UCX backend's";
+  constexpr size_t kLent = (64 << 10) / 8;  // same_host_min_bytes: lent
+  {
+    SCOPED_TRACE("ring, the sender leaves");
+    laterMessageAfterALostOne(kAuto, Loss::SenderLeaves, kLent);
+  }
+  {
+    SCOPED_TRACE("ring, stopped past the heartbeat timeout");
+    laterMessageAfterALostOne(kAuto, Loss::StoppedPastTimeout, kLent);
+  }
+  {
+    SCOPED_TRACE("TCP, the sender leaves");
+    laterMessageAfterALostOne(kOff, Loss::SenderLeaves, (1 << 20) / 8);  // a rendezvous
+  }
 }
 
 // seccomp makes process_vm_readv or pidfd_getfd fail with EPERM in the

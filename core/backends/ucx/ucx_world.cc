@@ -219,7 +219,12 @@ uint64_t UcxWorld::recvTag(int peer, uint64_t channel) const { return ucxtag::ma
 
 bool UcxWorld::peerGone(int peer) const { return peers_[static_cast<size_t>(peer)].link->failed(); }
 
-OpResult UcxWorld::failure() const { return world_->failure(); }
+OpResult UcxWorld::failure() const {
+  if (!failing_.empty() && world_->state() == WorldState::Ready) {
+    return {Status::WorldBroken, "world '" + world_->name() + "' is broken: " + failing_};
+  }
+  return world_->failure();
+}
 
 void UcxWorld::submit(const OpDesc& op, const std::shared_ptr<Request>& r) {
   // The request holds the world, and with it this backend, until it ran.
@@ -227,8 +232,8 @@ void UcxWorld::submit(const OpDesc& op, const std::shared_ptr<Request>& r) {
 }
 
 void UcxWorld::begin(const OpDesc& op, const std::shared_ptr<Request>& r) {
-  if (aborted_ || stopped_) {
-    OpResult f = world_->failure();
+  if (aborted_ || stopped_ || !failing_.empty()) {
+    OpResult f = failure();
     r->complete(f.status, f.detail);
     return;
   }
@@ -312,6 +317,7 @@ bool UcxWorld::cancel(Request& r) noexcept {
 }
 
 void UcxWorld::transportFailed(int peer, const std::string& detail) {
+  if (failing_.empty()) failing_ = detail.empty() ? "a transfer failed" : detail;
   // Inside a UCX callback: breaking (and closing endpoints) waits.
   ucx_->engine()->defer([w = world_->shared_from_this(), this, peer, detail] { breakBlaming(peer, detail); });
 }
@@ -559,7 +565,7 @@ void UcxWorld::abandon(UcxOp* op) {
   // UCX may still call it back; it lives on with the context, unheard.
   pending_.erase(op->request());
   ucx_->engine()->transferEnded();
-  OpResult f = world_->failure();
+  OpResult f = failure();
   if (op->done()) f = op->result();
   const int lane = op->lane();
   const OrderedCompletions::Ticket ticket = op->ticket();

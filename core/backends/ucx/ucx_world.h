@@ -88,7 +88,10 @@ class UcxWorld : public WorldBackend {
   OpResult failure() const;
   // An operation ended: delivered in its lane's order; `op` is deleted.
   void finished(UcxOp* op, OpResult result);
-  // A transfer failed in a way that says the world cannot go on.
+  // A transfer failed in a way that says the world cannot go on. The
+  // break follows (deferred, and for a live peer of this host after
+  // kPeerNoticeWait); meanwhile the world counts as broken for what is
+  // issued, and failure() names this detail.
   void transportFailed(int peer, const std::string& detail);
 
   // The same-host path (ucx_same_host.h, ucx_same_host.cc, ucx_rings.cc).
@@ -203,6 +206,7 @@ class UcxWorld : public WorldBackend {
   UcxEngine::TimerId op_timer_ = 0;  // 0: none armed
   UcxEngine::TimerId blame_timer_ = 0;  // onLinkFailed's wait for a live peer's notice
   bool departing_ = false;  // abort() from a departure: fail only what needs the member
+  std::string failing_;     // transportFailed()'s first detail; "" while none
   bool aborted_ = false;
   bool stopped_ = false;
   int flushing_ = 0;  // goodbyes and flushes on their way
