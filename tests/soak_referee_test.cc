@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "bench/soak/soak_leaks.h"
 #include "bench/soak/soak_referee.h"
 #include "bench/soak/soak_schedule.h"
 #include "bench/soak/soak_topology.h"
@@ -228,6 +229,76 @@ TEST(LabPayload, SumCheckTellsEachWrongPart) {
   auto bad = sum(5, {0, 1, 2});
   bad[3] ^= 1ULL << 45;
   EXPECT_FALSE(mwlab::judgeSum(bad.data(), n, 5, 3).ok());
+}
+
+// ---- the leak watch ------------------------------------------------------
+
+constexpr int64_t kSec = 1000000000;
+const LeakBounds kBounds{4, 0, 5};
+
+// One process sampled every 4 s from its warm-up to `minutes`, with RSS
+// (KiB) and fds as `at` says for each second since it started.
+template <typename F>
+Growth watch(double minutes, F at) {
+  LeakWatch w(60 * kSec);
+  w.started(3, 1234, 0);
+  for (int64_t t = 0; t <= static_cast<int64_t>(minutes * 60); t += 4) {
+    ProcSample s;
+    s.threads = 9;
+    at(t, &s);
+    w.record(3, 1234, t * kSec, s);
+  }
+  return w.growth(kBounds);
+}
+
+TEST(SoakLeaks, AStepWhileWarmingUpThatLevelsOffIsNoLeak) {
+  const Growth g = watch(4, [](int64_t t, ProcSample* s) {
+    s->rss_kib = t < 100 ? 15632 : 16572;  // +6% at 100 s, then flat
+    s->fds = t < 100 ? 40 : 46;
+  });
+  EXPECT_EQ(g.processes, 1);
+  EXPECT_GT(g.rss_pct, 5);
+  EXPECT_EQ(g.fds, 6);
+  EXPECT_FALSE(g.leak) << g.worst;
+  EXPECT_NE(g.worst.find("levelled off"), std::string::npos) << g.worst;
+}
+
+TEST(SoakLeaks, SteadyGrowthPastTheBoundIsALeak) {
+  const Growth rss = watch(4, [](int64_t t, ProcSample* s) {
+    s->rss_kib = 16000 + 10 * t;  // +7.5% from the first third sampled to the last
+    s->fds = 40;
+  });
+  EXPECT_TRUE(rss.leak) << rss.worst;
+  EXPECT_NE(rss.worst.find("still growing"), std::string::npos) << rss.worst;
+  EXPECT_GT(rss.rss_pct_per_hour, 100);  // 36 MiB an hour on 16 MiB
+  const Growth fds = watch(4, [](int64_t t, ProcSample* s) {
+    s->rss_kib = 16000;
+    s->fds = 40 + static_cast<int>(t / 20);  // one every 20 s
+  });
+  EXPECT_TRUE(fds.leak) << fds.worst;
+  EXPECT_EQ(fds.fds, 6);
+}
+
+TEST(SoakLeaks, SteadyGrowthWithinTheBoundIsNoLeak) {
+  const Growth g = watch(4, [](int64_t t, ProcSample* s) {
+    s->rss_kib = 16000 + t;  // about +1%
+    s->fds = 40;
+  });
+  EXPECT_FALSE(g.leak) << g.worst;
+  EXPECT_GT(g.rss_pct_per_hour, 10);
+}
+
+TEST(SoakLeaks, ABurstAtOneSampleIsNoLeak) {
+  const Growth g = watch(4, [](int64_t t, ProcSample* s) {
+    s->rss_kib = t == 236 ? 24000 : 16000;  // the last sample, mid-burst
+    s->fds = t == 232 ? 52 : 40;
+  });
+  EXPECT_FALSE(g.leak) << g.worst;
+  EXPECT_EQ(g.fds, 0);
+}
+
+TEST(SoakLeaks, AShortRunIsNotJudged) {
+  EXPECT_EQ(watch(1.5, [](int64_t t, ProcSample* s) { s->rss_kib = 16000 + 100 * t; }).processes, 0);
 }
 
 }  // namespace

@@ -52,9 +52,9 @@ void LeakWatch::started(int member, pid_t pid, int64_t started_ns) {
 
 namespace {
 
-// Samples at each end that a process's growth is taken between, and the
-// least time between the two ends.
-constexpr size_t kEndSamples = 3;
+// The least number of samples, and the least time they span, that a
+// process's growth is judged on.
+constexpr size_t kLeastSamples = 6;
 constexpr int64_t kLeastSpanNs = 60LL * 1000000000;
 
 ProcSample least(const std::vector<ProcSample>& v, size_t from, size_t to) {
@@ -67,37 +67,69 @@ ProcSample least(const std::vector<ProcSample>& v, size_t from, size_t to) {
   return out;
 }
 
+double mean(const std::vector<int64_t>& v, size_t from, size_t to) {
+  double sum = 0;
+  for (size_t i = from; i < to; ++i) sum += static_cast<double>(v[i]);
+  return sum / static_cast<double>(to - from);
+}
+
+// Past `bound` from the first third to the last, and still growing in the
+// last: at least a quarter of the growth comes after the middle third.
+bool leaks(double first, double middle, double last, double bound) {
+  const double grew = last - first;
+  return grew > bound && last > middle && 4 * (last - middle) >= grew;
+}
+
 }  // namespace
 
 void LeakWatch::sample(int member, pid_t pid, int64_t now_ns) {
+  ProcSample s;
+  if (sampleProc(pid, &s)) record(member, pid, now_ns, s);
+}
+
+void LeakWatch::record(int member, pid_t pid, int64_t now_ns, const ProcSample& s) {
   auto it = procs_.find(pid);
   if (it == procs_.end() || it->second.member != member || now_ns - it->second.started_ns < warmup_ns_) return;
-  ProcSample s;
-  if (!sampleProc(pid, &s)) return;
   it->second.at_ns.push_back(now_ns);
   it->second.samples.push_back(s);
 }
 
-Growth LeakWatch::growth() const {
+Growth LeakWatch::growth(const LeakBounds& bounds) const {
   Growth g;
   double worst_score = -1;
+  bool worst_leaks = false;
   for (const auto& [pid, p] : procs_) {
     const size_t n = p.samples.size();
-    if (n < 2 * kEndSamples || p.at_ns[n - kEndSamples] - p.at_ns[kEndSamples - 1] < kLeastSpanNs) continue;
-    const ProcSample base = least(p.samples, 0, kEndSamples), last = least(p.samples, n - kEndSamples, n);
-    const int fds = last.fds - base.fds, threads = last.threads - base.threads;
-    const double rss = base.rss_kib > 0 ? 100.0 * (last.rss_kib - base.rss_kib) / base.rss_kib : 0;
+    if (n < kLeastSamples || p.at_ns.back() - p.at_ns.front() < kLeastSpanNs) continue;
+    const size_t third = n / 3;
+    const ProcSample a = least(p.samples, 0, third), b = least(p.samples, third, n - third),
+                     c = least(p.samples, n - third, n);
+    const int fds = c.fds - a.fds, threads = c.threads - a.threads;
+    const double rss = a.rss_kib > 0 ? 100.0 * (c.rss_kib - a.rss_kib) / a.rss_kib : 0;
+    const double hours = (mean(p.at_ns, n - third, n) - mean(p.at_ns, 0, third)) / 3.6e12;
+    const double rss_per_hour = hours > 0 ? rss / hours : 0;
+    const bool leak = leaks(a.fds, b.fds, c.fds, bounds.fds) || leaks(a.threads, b.threads, c.threads, bounds.threads) ||
+                      leaks(static_cast<double>(a.rss_kib), static_cast<double>(b.rss_kib),
+                            static_cast<double>(c.rss_kib), a.rss_kib * bounds.rss_pct / 100.0);
     g.fds = std::max(g.fds, fds);
     g.threads = std::max(g.threads, threads);
-    g.rss_pct = std::max(g.rss_pct, rss);
+    if (rss >= g.rss_pct || g.processes == 0) {
+      g.rss_pct = rss;
+      g.rss_pct_per_hour = rss_per_hour;
+    }
+    g.leak = g.leak || leak;
     ++g.processes;
     const double score = fds + threads * 10 + rss;
-    if (score > worst_score) {
+    if ((leak && !worst_leaks) || (leak == worst_leaks && score > worst_score)) {
       worst_score = score;
-      char text[240];
-      std::snprintf(text, sizeof text, "member %d (pid %d): fds %d -> %d, threads %d -> %d, rss %ld -> %ld KiB over %.0f s",
-                    p.member, static_cast<int>(pid), base.fds, last.fds, base.threads, last.threads, base.rss_kib,
-                    last.rss_kib, (p.at_ns.back() - p.at_ns.front()) / 1e9);
+      worst_leaks = leak;
+      char text[320];
+      std::snprintf(text, sizeof text,
+                    "member %d (pid %d) over %.0f s: fds %d -> %d -> %d, threads %d -> %d -> %d, "
+                    "rss %ld -> %ld -> %ld KiB (%+.1f%%, %+.1f%%/h), %s",
+                    p.member, static_cast<int>(pid), (p.at_ns.back() - p.at_ns.front()) / 1e9, a.fds, b.fds, c.fds,
+                    a.threads, b.threads, c.threads, a.rss_kib, b.rss_kib, c.rss_kib, rss, rss_per_hour,
+                    leak ? "still growing" : "levelled off");
       g.worst = text;
     }
   }
