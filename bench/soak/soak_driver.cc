@@ -44,9 +44,10 @@ constexpr int64_t kJudgeAfterNs = 100 * kMs;
 constexpr auto kExitLimit = std::chrono::seconds(60);
 // Leaks (soak_leaks.h): UCX closes a force-closed endpoint's socket from
 // its progress thread a moment after the world that held it is gone, so a
-// sample may catch a few; a leak of one per fault still shows as many.
-// RSS may grow 5% after the warm-up, and more if it levels off.
-constexpr LeakBounds kLeakBounds{4, 0, 5};
+// sample may catch a few, and their mappings; a leak of one per fault
+// still shows as many. Private memory may grow by 5% of RSS after the
+// warm-up, and more if it levels off.
+constexpr LeakBounds kLeakBounds{4, 0, 8, 5};
 constexpr int kPingSlowMs = 50;
 // Sentinel must not fail over during a 3 s pause of the master.
 constexpr int kSentinelDownAfterMs = 5000;
@@ -376,9 +377,9 @@ class Driver {
     pinger_->join(std::chrono::seconds(10));
     const Growth g = leaks_.growth(kLeakBounds);
     if (g.leak) {
-      char text[480];
-      std::snprintf(text, sizeof text, "leak: fds +%d, threads +%d, RSS %+.1f%% (%s)", g.fds, g.threads, g.rss_pct,
-                    g.worst.c_str());
+      char text[600];
+      std::snprintf(text, sizeof text, "leak: fds +%d, threads +%d, maps +%d, private memory %+.1f%% of RSS (%s)",
+                    g.fds, g.threads, g.maps, g.private_pct, g.worst.c_str());
       referee_.violation(text);
     }
     const PingBoard& p = board_->ping;

@@ -78,10 +78,11 @@ void printResult(const SoakResult& r, const std::string& replay) {
   if (r.growth.processes == 0) {
     std::printf("# leaks: not judged: no member process was sampled long enough after its warm-up\n");
   } else {
-    std::printf("# leaks over %d processes: fd_growth %d, thread_growth %d, rss_growth_pct %.2f (%+.1f%%/h), %s; "
-                "%s: %s\n",
-                r.growth.processes, r.growth.fds, r.growth.threads, r.growth.rss_pct, r.growth.rss_pct_per_hour,
-                r.growth.leak ? "a leak" : "no leak", r.growth.leak ? "leaking" : "largest", r.growth.worst.c_str());
+    std::printf("# leaks over %d processes: fd_growth %d, thread_growth %d, maps_growth %d, rss_growth_pct %.2f, "
+                "private_growth_pct %.2f (%+.0f KiB/h), %s; %s: %s\n",
+                r.growth.processes, r.growth.fds, r.growth.threads, r.growth.maps, r.growth.rss_pct,
+                r.growth.private_pct, r.growth.private_kib_per_hour, r.growth.leak ? "a leak" : "no leak",
+                r.growth.leak ? "leaking" : "largest", r.growth.worst.c_str());
   }
   std::printf("soak: duration %.0f s, crashes %d, lost %lld, duplicated %lld, reordered %lld, corrupt %lld, "
               "false_breaks %d, missed_breaks %d, violations %zu\n",
@@ -126,7 +127,9 @@ bool writeResult(const BenchOptions& opt, const SoakConfig& cfg, const SoakResul
   push("fd_growth", jnum(r.growth.fds));
   push("thread_growth", jnum(r.growth.threads));
   push("rss_growth_pct", jnum(r.growth.rss_pct));
-  push("rss_growth_pct_per_hour", jnum(r.growth.rss_pct_per_hour));
+  push("maps_growth", jnum(r.growth.maps));
+  push("private_growth_pct", jnum(r.growth.private_pct));
+  push("private_growth_kib_per_hour", jnum(r.growth.private_kib_per_hour));
   push("leak", r.growth.leak ? "true" : "false");
   push("leak_processes", jnum(r.growth.processes));
   push("checked", jnum(static_cast<double>(r.delivered)));
