@@ -1197,7 +1197,7 @@ TEST(Ops, EveryCollectiveDtypeAndOpOnFiveRanks) {
 }
 
 // The same, every message of one byte or more lent over the same-host
-// path (UCX: core/backends/ucx/ucx_same_host.h), descriptors smaller than
+// path (UCX: core/backends/ucx/channels/ring_channel.h), descriptors smaller than
 // the receive included.
 const mwtest::Settings kEverythingLent = {{"same_host_path", "auto"}, {"same_host_min_bytes", "1"}};
 

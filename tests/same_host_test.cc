@@ -1,4 +1,4 @@
-// The same-host path of UCX worlds (core/backends/ucx/ucx_same_host.h):
+// The same-host path of UCX worlds (core/backends/ucx/channels/ring_channel.h):
 // large messages between members of one host move by process_vm_readv, in
 // order with the small ones that take the pair's rings; a member killed mid-transfer
 // fails only its own world; nothing is delivered past a message that was

@@ -37,7 +37,7 @@
 // that queue blocked for every other sender (bench/shm_kill_probe shows
 // it), which is the isolation this library exists for. Processes of one
 // host talk through rings of shared memory and lend each other large
-// messages, on a path of this library's own (ucx_same_host.h): UCX's
+// messages, on a path of this library's own (channels/ring_channel.h): UCX's
 // cross-memory attach is not used, as UCX requires memory invalidation for
 // zero copy in peer mode.
 //

@@ -1,9 +1,7 @@
 #include "core/backends/ucx/ucx_op.h"
 
 #include <algorithm>
-#include <cstring>
 
-#include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_tag.h"
 #include "core/backends/ucx/ucx_world.h"
 
@@ -33,7 +31,11 @@ void UcxOp::abort() {
     // them read what they were lent until it closes.
     const bool broken = failure.status == Status::WorldBroken;
     finish(std::move(failure));
-    if (broken) giveUpLoans(-1);
+    if (broken) {
+      for (UcxTransfer* t : std::vector<UcxTransfer*>(posted_)) {
+        if (t->in_flight) world_->channel(t->peer).withdraw(*t);
+      }
+    }
   }
   std::vector<UcxTransfer*> recvs;
   for (UcxTransfer* t : posted_) {
@@ -43,14 +45,7 @@ void UcxOp::abort() {
 }
 
 void UcxOp::cancelRecv(UcxTransfer& t) {
-  if (!t.in_flight) return;
-  if (t.request) {
-    ucp_request_cancel(world_->worker(), t.request);
-  } else if (t.path_recv) {
-    world_->failover()->cancelRecv(t.peer, t.path_recv);
-  } else if (t.ring_recv) {
-    if (samehost::RingPair* ring = world_->ring(t.peer, true)) ring->cancelRecv(t.ring_recv);
-  }
+  if (t.in_flight && world_) world_->channel(t.peer).cancel(t);
 }
 
 void UcxOp::peerDeparted(int peer) {
@@ -59,9 +54,10 @@ void UcxOp::peerDeparted(int peer) {
     if (t->peer == peer) involved.push_back(t);
   }
   for (UcxTransfer* t : involved) {
+    if (!t->in_flight) continue;  // ended meanwhile
     if (!t->recv) {
       finish(world_->failure());  // it will never be received
-      if (t->loan) giveUpLoans(peer);
+      world_->channel(peer).withdraw(*t);
     } else {
       cancelRecv(*t);  // one already receiving stays
     }
@@ -73,131 +69,33 @@ bool UcxOp::onlyGonePeersHold() const {
 }
 
 void UcxOp::orphan() {
-  // Its caller gets the buffers back now: what it lent is withdrawn first.
-  for (UcxTransfer* t : posted_) {
-    if (t->loan) world_->unlend(t->loan->descriptor.id);
-  }
+  // Its caller gets the buffers back now: what it lent is withdrawn, and
+  // its sends go to a process that is gone (or were given up): nothing to
+  // poll for any more. What ends meanwhile reaches no world.
+  std::vector<std::pair<UcxTransfer*, UcxChannel*>> held;
+  for (UcxTransfer* t : posted_) held.emplace_back(t, &world_->channel(t->peer));
   world_ = nullptr;
-  giveUpLoans(-1);
-  // Its sends go to a process that is gone (or were given up): nothing to
-  // poll for any more.
-  for (UcxTransfer* t : posted_) {
-    if (t->waiting) {
-      t->waiting = false;
-      engine_.sendDone();
-    }
+  for (auto [t, channel] : held) {
+    if (t->in_flight) channel->abandon(*t);
   }
 }
 
 void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
-  t.op = this;
+  t.owner = this;
   t.in_flight = true;
-  t.request = nullptr;
   t.buffer = buffer;
   ++in_flight_;
   posted_.push_back(&t);
-  if (world_->departed(t.peer) && !(t.recv && arrived(t, channel))) {
+  if (world_->departed(t.peer) && !(t.recv && world_->channel(t.peer).arrived(channel))) {
     // A member that left gets nothing more, and sent all it ever will.
-    ended(t, UCS_ERR_CANCELED, 0);
+    transferEnded(t, UCS_ERR_CANCELED, 0);
     return;
   }
-  if (world_->failover()) {
-    engine_.needProgress();
-    postOnPaths(t, channel, buffer);
-    return;
-  }
-  if (samehost::RingPair* ring = world_->ring(t.peer, t.recv)) {
-    postOnRing(t, channel, buffer, *ring);
-    return;
-  }
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.user_data = &t;
-  void* r;
-  if (t.recv) {
-    // Through the callback even when the message is there already: only
-    // the callback tells the sender's size of a message that did not fit.
-    param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    param.cb.recv = &UcxOp::onRecv;
-    // A message that came first may be a rendezvous, whose data only
-    // progress fetches; one still to come wakes the workers' fds.
-    if (arrived(t, channel)) engine_.needProgress();
-    r = ucp_tag_recv_nbx(world_->worker(), buffer, t.bytes, world_->recvTag(t.peer, channel), ucxtag::kExact,
-                         &param);
-  } else {
-    param.cb.send = &UcxOp::onSend;
-    r = pacedTagSend(world_->endpoint(t.peer), buffer, t.bytes, world_->sendTag(t.peer, channel), param,
-                     world_->sendPacing(t.peer), t.marker);
-  }
-  if (r == nullptr) {
-    ended(t, UCS_OK, t.bytes);
-  } else if (UCS_PTR_IS_ERR(r)) {
-    ended(t, UCS_PTR_STATUS(r), 0);
-  } else if (t.in_flight) {
-    t.request = r;
-    if (!t.recv) {
-      t.waiting = true;
-      engine_.sendWaiting();
-      engine_.needProgress();
-    }
-  }
-  // else the callback ran inside the call and freed the request
+  world_->channel(t.peer).post(t, channel);
 }
 
-void UcxOp::postOnPaths(UcxTransfer& t, uint64_t channel, void* buffer) {
-  UcxFailover& paths = *world_->failover();
-  UcxTransfer* tp = &t;
-  if (t.recv) {
-    const uint64_t id = paths.recv(t.peer, channel, buffer, t.bytes, [this, tp](DeliveryOutcome o, size_t length) {
-      tp->path_recv = 0;
-      Entry entry(*this);
-      ended(*tp, UcxFailover::ucsStatus(o), length);
-    });
-    if (t.in_flight) t.path_recv = id;
-  } else {
-    paths.send(t.peer, channel, buffer, t.bytes, [this, tp](DeliveryOutcome o) {
-      Entry entry(*this);
-      ended(*tp, UcxFailover::ucsStatus(o), tp->bytes);
-    });
-  }
-}
-
-bool UcxOp::arrived(const UcxTransfer& t, uint64_t channel) {
-  if (world_->failover()) return world_->failover()->arrived(t.peer, channel);
-  if (samehost::RingPair* ring = world_->ring(t.peer, true)) return ring->arrived(channel);
-  ucp_tag_recv_info_t info;
-  return ucp_tag_probe_nb(world_->worker(), world_->recvTag(t.peer, channel), ucxtag::kExact, 0, &info) != nullptr;
-}
-
-void UcxOp::onSend(void* request, ucs_status_t status, void* arg) {
-  auto* t = static_cast<UcxTransfer*>(arg);
-  ucp_request_free(request);
-  t->request = nullptr;
-  UcxOp& op = *t->op;
-  Entry entry(op);
-  op.ended(*t, status, t->bytes);
-}
-
-void UcxOp::onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* arg) {
-  auto* t = static_cast<UcxTransfer*>(arg);
-  // `info` lives in the request: read before it is freed.
-  const size_t length = info ? info->length : 0;
-  ucp_request_free(request);
-  t->request = nullptr;
-  UcxOp& op = *t->op;
-  Entry entry(op);
-  op.ended(*t, status, length);
-}
-
-void UcxOp::ended(UcxTransfer& t, ucs_status_t status, size_t length) {
-  if (t.waiting) {
-    t.waiting = false;
-    engine_.sendDone();
-  }
-  if (t.marker) {
-    t.marker->markerEnded();
-    t.marker.reset();
-  }
+void UcxOp::transferEnded(UcxTransfer& t, ucs_status_t status, size_t length) {
+  Entry entry(*this);
   t.in_flight = false;
   t.status = status;
   t.length = length;
@@ -222,9 +120,7 @@ void UcxP2p::start() {
 }
 
 bool UcxP2p::takeBack() {
-  if (!transfer_.recv || !transfer_.in_flight || !(transfer_.request || transfer_.path_recv || transfer_.ring_recv)) {
-    return false;
-  }
+  if (!transfer_.recv || !transfer_.in_flight) return false;
   // Removes a receive nothing matched yet, calling it back at once;
   // one already receiving stays.
   taking_back_ = true;

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 
+#include "core/backends/ucx/channels/tag_channel.h"
+#include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_collective.h"
 #include "core/backends/ucx/ucx_links.h"
 #include "core/backends/ucx/ucx_op.h"
-#include "core/backends/ucx/ucx_rings.h"
 #include "core/backends/ucx/ucx_tag.h"
 #include "core/communicator.h"
 #include "core/error.h"
@@ -39,25 +40,6 @@ uint8_t shapeOf(const OpDesc& op) {
 }
 
 }  // namespace
-
-// The receive that waits for a peer's control words (ucx_same_host.h):
-// its goodbye when it leaves, and the same-host path's.
-struct UcxWorld::Control {
-  UcxWorld* world = nullptr;  // null once the world stopped
-  int peer = -1;
-  void* request = nullptr;
-  bool ended = false;
-  uint64_t word = 0;
-  uint64_t path_recv = 0;  // the receive, in a world that sends over its paths
-
-  static void onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, void* arg) {
-    auto* c = static_cast<Control*>(arg);
-    ucp_request_free(request);
-    c->request = nullptr;
-    c->ended = true;
-    if (c->world) c->world->onControl(*c, status);
-  }
-};
 
 std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, RedisPool& pool,
                                             const Incarnation& inc, int rank, int size,
@@ -123,7 +105,6 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
       Peer& p = w->peers_[static_cast<size_t>(r)];
       const UcxPeerInfo& info = infos[static_cast<size_t>(r)];
       p.world_id = info.world_id;
-      if (r != rank) p.pacing = std::make_shared<SendPacing>();
       p.link = ucx->links().link(id, rank, info, r, !w->failover_);
       if (w->failover_) w->failover_->connect(r, info.world_id, self.paths, info.paths);
       w->probeSameHost(r, self, info, on_paths);
@@ -144,12 +125,12 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
                                        std::to_string(info.pid) + " at " + info.listen_ip + ") did not connect in time");
     }
   }
-  // Members of this host settle their rings before either starts (ucx_rings.cc).
+  // Members of this host settle their rings before either starts.
   engine.call([&] { w->sendSameHostHellos(); });
   if (!engine.waitUntil(deadline, [&] { return w->sameHostHellosIn(); })) {
     throw Error(Status::Timeout, "world rendezvous: a member of this host did not send its same-host hello in time");
   }
-  engine.call([&] { w->takeRings(); });
+  engine.call([&] { w->chooseChannels(); });
   return w;
 }
 
@@ -157,19 +138,27 @@ UcxWorld::UcxWorld(std::shared_ptr<UcxContext> ucx, int rank, uint32_t world_id)
     : ucx_(std::move(ucx)), rank_(rank), world_id_(world_id) {}
 
 UcxWorld::~UcxWorld() {
-  if (!stopped_) {
-    // Never started (rendezvous failed): only links and the id to give back.
-    ucx_->engine()->call([this] {
-      if (failover_) failover_->close();
-      abandonHellos();
-      dropRings();
-      for (Peer& p : peers_) {
-        if (p.link) ucx_->links().release(p.link);
-      }
-      ucx_->links().forget(world_id_);
-      ucx_->releaseWorldId(world_id_);
-    });
-  }
+  ucx_->engine()->call([this] {
+    hellos_.reset();
+    if (state_ != UcxWorldState::Connecting) return;
+    // Never started (rendezvous failed): its channels, links and id go.
+    moveTo(UcxWorldState::Closed);
+    closeChannels();
+    ucx_->links().forget(world_id_);
+    ucx_->releaseWorldId(world_id_);
+  });
+}
+
+bool UcxWorld::moveTo(UcxWorldState next) {
+  const UcxWorldState was = state_;
+  if (worldTransition(state_, next)) return true;
+  MW_LOG(LogLevel::Error, "world %u rank %d: no transition from %s to %s; it stays %s", world_id_, rank_,
+         worldStateName(was), worldStateName(next), worldStateName(was));
+  return false;
+}
+
+bool UcxWorld::aborted() const {
+  return state_ == UcxWorldState::Aborted || state_ == UcxWorldState::Stopping || state_ == UcxWorldState::Closed;
 }
 
 void UcxWorld::start(World& world) {
@@ -179,11 +168,12 @@ void UcxWorld::start(World& world) {
 }
 
 void UcxWorld::listen() {
+  moveTo(UcxWorldState::Running);
   for (int r = 0; r < size(); ++r) {
     Peer& p = peers_[static_cast<size_t>(r)];
     p.listener = p.link->listen([this, r](const std::string& why) { onLinkFailed(r, why); });
     p.listening = true;
-    if (r != rank_) postControl(r);
+    p.channel->open();
   }
   reportSameHost();
   if (failover_) startFailover();
@@ -209,18 +199,10 @@ void UcxWorld::startFailover() {
   failover_->start(std::move(hooks));
 }
 
-ucp_ep_h UcxWorld::endpoint(int peer) const { return peers_[static_cast<size_t>(peer)].link->ep(); }
-
-uint64_t UcxWorld::sendTag(int peer, uint64_t channel) const {
-  return ucxtag::make(peers_[static_cast<size_t>(peer)].world_id, rank_, channel);
-}
-
-uint64_t UcxWorld::recvTag(int peer, uint64_t channel) const { return ucxtag::make(world_id_, peer, channel); }
-
 bool UcxWorld::peerGone(int peer) const { return peers_[static_cast<size_t>(peer)].link->failed(); }
 
 OpResult UcxWorld::failure() const {
-  if (!failing_.empty() && world_->state() == WorldState::Ready) {
+  if (!failing_.empty() && world_ && world_->state() == WorldState::Ready) {
     return {Status::WorldBroken, "world '" + world_->name() + "' is broken: " + failing_};
   }
   return world_->failure();
@@ -232,7 +214,7 @@ void UcxWorld::submit(const OpDesc& op, const std::shared_ptr<Request>& r) {
 }
 
 void UcxWorld::begin(const OpDesc& op, const std::shared_ptr<Request>& r) {
-  if (aborted_ || stopped_ || !failing_.empty()) {
+  if (state_ != UcxWorldState::Running) {
     OpResult f = failure();
     r->complete(f.status, f.detail);
     return;
@@ -274,7 +256,7 @@ void UcxWorld::armOpTimer(Clock::time_point when) {
 // op_timeout_ms: the oldest operation still running decides.
 void UcxWorld::onOpTimer() {
   op_timer_ = 0;
-  if (aborted_ || stopped_ || pending_.empty()) return;
+  if (aborted() || pending_.empty()) return;
   Clock::time_point oldest = Clock::time_point::max();
   for (auto& [req, op] : pending_) oldest = std::min(oldest, op->started());
   if (Clock::now() - oldest < op_timeout_) {
@@ -287,7 +269,7 @@ void UcxWorld::onOpTimer() {
 void UcxWorld::finished(UcxOp* op, OpResult result) {
   pending_.erase(op->request());
   ucx_->engine()->transferEnded();
-  if (result.status == Status::Cancelled && !aborted_) {
+  if (result.status == Status::Cancelled && !aborted()) {
     order_.finishOutOfOrder(op->lane(), op->ticket(), std::move(result));
   } else {
     order_.finish(op->lane(), op->ticket(), std::move(result));
@@ -298,11 +280,8 @@ void UcxWorld::finished(UcxOp* op, OpResult result) {
 bool UcxWorld::runsWhenBroken(const OpDesc& op) {
   if (op.kind != OpKind::Recv) return false;
   return ucx_->engine()->call([&] {
-    if (aborted_ || !departed(op.peer)) return false;
-    if (failover_) return failover_->arrived(op.peer, ucxtag::kP2p);
-    if (samehost::RingPair* ring = this->ring(op.peer, true)) return ring->arrived(ucxtag::kP2p);
-    ucp_tag_recv_info_t info;
-    return ucp_tag_probe_nb(worker(), recvTag(op.peer, ucxtag::kP2p), ucxtag::kExact, 0, &info) != nullptr;
+    if (state_ != UcxWorldState::Running || !departed(op.peer)) return false;
+    return channel(op.peer).arrived(ucxtag::kP2p);
   });
 }
 
@@ -317,16 +296,17 @@ bool UcxWorld::cancel(Request& r) noexcept {
 }
 
 void UcxWorld::transportFailed(int peer, const std::string& detail) {
-  if (failing_.empty()) failing_ = detail.empty() ? "a transfer failed" : detail;
+  if (state_ == UcxWorldState::Running && moveTo(UcxWorldState::Failing)) {
+    failing_ = detail.empty() ? "a transfer failed" : detail;
+  }
   // Inside a UCX callback: breaking (and closing endpoints) waits.
   ucx_->engine()->defer([w = world_->shared_from_this(), this, peer, detail] { breakBlaming(peer, detail); });
 }
 
 void UcxWorld::onLinkFailed(int peer, const std::string& why) {
   if (!world_) return;
-  if (failover_) failover_->peerLeft(peer);
-  // Sends waiting for room in its ring hold their callers' buffers.
-  if (samehost::RingPair* ring = peers_[static_cast<size_t>(peer)].ring.get()) ring->abandonSends();
+  // Sends waiting for it (in a ring, say) hold their callers' buffers.
+  channel(peer).peerGone();
   // A member that said goodbye may well exit: that breaks nothing more.
   if (!departed(peer)) breakBlaming(peer, "rank " + std::to_string(peer) + " is unreachable: " + why);
   // Its transfers will never finish: what only it held completes now,
@@ -336,7 +316,7 @@ void UcxWorld::onLinkFailed(int peer, const std::string& why) {
 
 void UcxWorld::breakBlaming(int peer, const std::string& detail) {
   const UcxLink& link = *peers_[static_cast<size_t>(peer)].link;
-  if (failover_ || aborted_ || stopped_ || !link.watched() || ucx_->engine()->processGone(link.pid())) {
+  if (failover_ || aborted() || !link.watched() || ucx_->engine()->processGone(link.pid())) {
     world_->breakWorld(peer, detail, true);
     return;
   }
@@ -347,80 +327,16 @@ void UcxWorld::breakBlaming(int peer, const std::string& detail) {
   if (blame_timer_ != 0) return;
   blame_timer_ = ucx_->engine()->schedule(std::chrono::steady_clock::now() + kPeerNoticeWait, [this, peer, detail] {
     blame_timer_ = 0;
-    if (!aborted_ && !stopped_) world_->breakWorld(peer, detail, true);
+    if (!aborted()) world_->breakWorld(peer, detail, true);
   });
 }
 
-void UcxWorld::postControl(int peer) {
-  auto c = std::make_unique<Control>();
-  c->world = this;
-  c->peer = peer;
-  Control* raw = c.get();
-  control_.push_back(std::move(c));
-  armControl(*raw);
-}
-
-void UcxWorld::armControl(Control& c) {
-  Control* raw = &c;
-  raw->ended = false;
-  if (failover_) {
-    const uint64_t id = failover_->recv(c.peer, ucxtag::kControl, &raw->word, sizeof raw->word,
-                                        [raw](DeliveryOutcome o, size_t) {
-                                          raw->path_recv = 0;
-                                          raw->ended = true;
-                                          if (raw->world) raw->world->onControl(*raw, UcxFailover::ucsStatus(o));
-                                        });
-    if (!raw->ended) raw->path_recv = id;
-    return;
-  }
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  param.cb.recv = &Control::onRecv;
-  param.user_data = raw;
-  void* r = ucp_tag_recv_nbx(worker(), &raw->word, sizeof raw->word, recvTag(c.peer, ucxtag::kControl),
-                             ucxtag::kExact, &param);
-  if (UCS_PTR_IS_PTR(r) && !raw->ended) raw->request = r;
-}
-
-void UcxWorld::onControl(Control& c, ucs_status_t status) {
-  const int peer = c.peer;
-  if (status == UCS_ERR_CANCELED || !world_) return;
-  if (status != UCS_OK) {
-    if (!aborted_) {
-      transportFailed(peer, "the control channel from rank " + std::to_string(peer) + " failed in UCX: " +
-                                ucs_status_string(status));
-    }
-    return;
-  }
-  const uint64_t word = c.word;
-  if (takeWord(peer, word)) return armControl(c);
-  if (aborted_) return;
-  if (word != ucxcontrol::kBye) {
-    transportFailed(peer, "rank " + std::to_string(peer) + " sent an unknown control word " + std::to_string(word));
-    return;
-  }
-  onGoodbye(peer);
-}
-
-bool UcxWorld::takeWord(int peer, uint64_t word) {
-  switch (word & ucxcontrol::kKindMask) {
-    case ucxcontrol::kReturned:
-      // Also after an abort: a destroyed world's loans may still come back.
-      onLoanReturned(peer, word & ~ucxcontrol::kKindMask);
-      return true;
-    case ucxcontrol::kMatched:
-      onMarkerMatched(peer, static_cast<uint32_t>(word & ~ucxcontrol::kKindMask));
-      return true;
-    default:
-      return false;
-  }
-}
-
-void UcxWorld::onGoodbye(int peer) {
+void UcxWorld::goodbyeFrom(int peer) {
   // Everything the peer sent before it left arrived before this, in order.
+  if (departed_[static_cast<size_t>(peer)] || !world_ || aborted()) return;
   departed_[static_cast<size_t>(peer)] = true;
   ucx_->engine()->defer([w = world_->shared_from_this(), this, peer] {
-    if (failover_) failover_->peerLeft(peer);  // closes endpoints: not inside progress
+    channel(peer).peerGone();  // may close endpoints: not inside progress
     departing_ = true;
     // Every member hears the goodbye itself: no notice to announce.
     w->breakWorld(peer, "rank " + std::to_string(peer) + " left the world", false);
@@ -429,8 +345,8 @@ void UcxWorld::onGoodbye(int peer) {
 }
 
 void UcxWorld::peerDeparted(int peer) {
-  // It reads nothing more: sends waiting for room in its ring end now.
-  if (samehost::RingPair* ring = peers_[static_cast<size_t>(peer)].ring.get()) ring->abandonSends();
+  // It reads nothing more: sends waiting for it end now.
+  channel(peer).peerGone();
   for (auto [req, op] : pendingNow()) {
     if (!stillPending(req, op)) continue;
     UcxOp::Entry entry(*op);
@@ -440,8 +356,10 @@ void UcxWorld::peerDeparted(int peer) {
 
 void UcxWorld::abort() noexcept {
   ucx_->engine()->call([this] {
-    if (aborted_) return;
-    if (departing_) {
+    if (aborted()) return;
+    // A departure alone fails only what needs the member that left; after
+    // a transport failure everything fails.
+    if (departing_ && state_ == UcxWorldState::Running) {
       for (int r = 0; r < size(); ++r) {
         if (departed(r)) peerDeparted(r);
       }
@@ -452,23 +370,20 @@ void UcxWorld::abort() noexcept {
 }
 
 void UcxWorld::abortAll() {
-  aborted_ = true;
+  if (!moveTo(UcxWorldState::Aborted)) return;
   const bool broken = world_->failure().status == Status::WorldBroken;
   // A destroyed world still hears its loans come back until it closes.
   if (broken) {
-    for (auto& c : control_) {
-      if (c->request) ucp_request_cancel(worker(), c->request);
-      if (c->path_recv) failover_->cancelRecv(c->peer, c->path_recv);
-    }
+    for (Peer& p : peers_) p.channel->stopListening();
   }
   for (auto [req, op] : pendingNow()) {
     if (!stillPending(req, op)) continue;  // an earlier abort finished it
     UcxOp::Entry entry(*op);
     op->abort();
   }
-  // A break (not a destroy): the world's endpoints go now, which completes
-  // what is pending on them.
-  if (broken) forceCloseLinks();
+  // A break (not a destroy): the world's channels close now, which
+  // completes what is pending on them.
+  if (broken) closeChannels();
   abandonWhatOnlyGonePeersHold();
 }
 
@@ -487,78 +402,28 @@ void UcxWorld::abandonWhatOnlyGonePeersHold() {
   }
 }
 
-void UcxWorld::forceCloseLinks() {
-  drainArrivals();
-  dropRings();
-  endCopiedMarkers();  // their receivers can no longer answer
+void UcxWorld::closeChannels() {
+  for (Peer& p : peers_) {
+    if (p.channel) p.channel->close();
+  }
   if (failover_) failover_->close();
+  // The few collective messages that came ahead of their operation: the
+  // search by mask walks every message that waits, of every world, so it
+  // only mops up. Nothing arrives once the endpoints are closed: every
+  // endpoint is this world's own.
+  if (!failover_) dropTagged(engine().worker(), ucxtag::make(world_id_, 0, 0), ucxtag::kWorldMask);
   for (Peer& p : peers_) {
     if (p.listening) p.link->unlisten(p.listener);
     p.listening = false;
-    ucx_->links().release(p.link);
+    if (p.link) ucx_->links().release(p.link);
   }
 }
 
-// What arrived for this world and nobody will receive goes before its
-// endpoints close, while the endpoints it came through are open (a large
-// message's sender is then told it may stop). Nothing arrives once they
-// are closed: every endpoint is this world's own. Exact tags find a
-// message at once; the search by mask walks every message that waits, of
-// every world, so it only mops up the few collective messages that came
-// ahead of their operation.
-void UcxWorld::drainArrivals() {
-  if (failover_) {
-    failover_->dropArrivals();
-    return;
+bool UcxWorld::flushed() const {
+  for (const Peer& p : peers_) {
+    if (!p.channel->flushed()) return false;
   }
-  auto drop = [&](uint64_t tag, uint64_t mask) {
-    ucp_tag_recv_info_t info;
-    while (ucp_tag_message_h message = ucp_tag_probe_nb(worker(), tag, mask, 1, &info)) {
-      ucp_request_param_t param{};
-      param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
-      param.cb.recv = [](void* request, ucs_status_t, const ucp_tag_recv_info_t*, void*) {
-        ucp_request_free(request);
-      };
-      ucp_tag_msg_recv_nbx(worker(), nullptr, 0, message, &param);  // cut off: dropped
-    }
-  };
-  for (int r = 0; r < size(); ++r) {
-    drop(recvTag(r, ucxtag::kP2p), ucxtag::kExact);
-    drop(recvTag(r, ucxtag::kControl), ucxtag::kExact);
-  }
-  drop(ucxtag::make(world_id_, 0, 0), ucxtag::kWorldMask);
-}
-
-void UcxWorld::sendGoodbyes() {
-  static const uint64_t kBye = ucxcontrol::kBye;
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.send = [](void* request, ucs_status_t, void* arg) {
-    ucp_request_free(request);
-    auto* w = static_cast<UcxWorld*>(arg);
-    --w->flushing_;
-  };
-  param.user_data = this;
-  for (int r = 0; r < size(); ++r) {
-    Peer& p = peers_[static_cast<size_t>(r)];
-    if (failover_ && r != rank_ && !p.link->failed()) {
-      // Acknowledged once the peer has it: no flush to wait for.
-      ++flushing_;
-      failover_->send(r, ucxtag::kControl, &kBye, sizeof kBye, [this](DeliveryOutcome) { --flushing_; });
-      continue;
-    }
-    if (r == rank_ || p.link->failed() || !p.link->ep()) continue;
-    if (p.lends && p.ring) {
-      p.ring->sendBye();  // after everything sent into the ring; stop() waits until it is in
-      continue;
-    }
-    // After everything else sent on the endpoint; the flush tells when it
-    // left, before the endpoint is closed.
-    void* bye = ucp_tag_send_nbx(p.link->ep(), &kBye, sizeof kBye, sendTag(r, ucxtag::kControl), &param);
-    if (UCS_PTR_IS_PTR(bye)) ++flushing_;
-    void* flush = ucp_ep_flush_nbx(p.link->ep(), &param);
-    if (UCS_PTR_IS_PTR(flush)) ++flushing_;
-  }
+  return true;
 }
 
 void UcxWorld::abandon(UcxOp* op) {
@@ -577,39 +442,31 @@ void UcxWorld::abandon(UcxOp* op) {
 void UcxWorld::stop() noexcept {
   UcxEngine& engine = *ucx_->engine();
   const bool first = engine.call([this] {
-    if (stopped_) return false;
-    stopped_ = true;
+    if (state_ == UcxWorldState::Stopping || state_ == UcxWorldState::Closed) return false;
+    if (!moveTo(UcxWorldState::Stopping)) return false;
     if (op_timer_) ucx_->engine()->cancel(op_timer_);
     op_timer_ = 0;
     if (blame_timer_) ucx_->engine()->cancel(blame_timer_);
     blame_timer_ = 0;
-    if (world_->failure().status == Status::Cancelled) sendGoodbyes();
+    if (world_->failure().status == Status::Cancelled) {
+      for (Peer& p : peers_) p.channel->sayGoodbye();
+    }
     return true;
   });
   if (!first) return;
   // Sends to live peers finish once the peers took them (or dropped them
   // when they heard of the break), and the goodbyes leave, for a bounded
   // time.
-  engine.waitUntil(std::chrono::steady_clock::now() + kStopGrace,
-                   [this] { return pending_.empty() && flushing_ == 0 && ringsFlushed(); });
+  engine.waitUntil(std::chrono::steady_clock::now() + kStopGrace, [this] { return pending_.empty() && flushed(); });
   engine.call([this] { close(); });
 }
 
 void UcxWorld::close() {
-  // Closing completes what is still pending on the endpoints (Cancelled);
+  moveTo(UcxWorldState::Closed);
+  // Closing completes what is still pending on the channels (Cancelled);
   // what a peer that is gone holds completes with it.
-  forceCloseLinks();
+  closeChannels();
   for (auto [req, op] : pendingNow()) abandon(op);
-  loans_.clear();
-  endCopiedMarkers();
-  for (auto& c : control_) {
-    c->world = nullptr;
-    if (c->request) ucp_request_cancel(worker(), c->request);
-    // Cancelling an unmatched receive calls it back at once; one that is
-    // somehow still held stays allocated rather than be called back freed.
-    if (c->request) c.release();
-  }
-  control_.clear();
   if (failover_ && world_) ucx_->forgetPaths(world_->name());
   if (world_) ucx_->forgetSameHost(world_->name());
   ucx_->links().forget(world_id_);
