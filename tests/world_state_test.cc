@@ -1,0 +1,39 @@
+// A UCX world's lifecycle (core/backends/ucx/ucx_world_state.h): exactly
+// the moves of a world's life are allowed, and a refused one changes
+// nothing.
+#include "core/backends/ucx/ucx_world_state.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <utility>
+
+namespace {
+
+using mw::UcxWorldState;
+
+constexpr UcxWorldState kAll[] = {UcxWorldState::Connecting, UcxWorldState::Running, UcxWorldState::Failing,
+                                  UcxWorldState::Aborted,    UcxWorldState::Stopping, UcxWorldState::Closed};
+
+const std::set<std::pair<UcxWorldState, UcxWorldState>> kAllowed = {
+    {UcxWorldState::Connecting, UcxWorldState::Running},  // it started
+    {UcxWorldState::Connecting, UcxWorldState::Closed},   // its rendezvous failed
+    {UcxWorldState::Running, UcxWorldState::Failing},     // a transfer failed; the break is on its way
+    {UcxWorldState::Running, UcxWorldState::Aborted},     // broken, or destroyed
+    {UcxWorldState::Failing, UcxWorldState::Aborted},     // the break came
+    {UcxWorldState::Aborted, UcxWorldState::Stopping},    // destroyed
+    {UcxWorldState::Stopping, UcxWorldState::Closed},     // its bounded wait ended
+};
+
+TEST(UcxWorldState, OnlyTheWorldsLifeIsAllowed) {
+  for (UcxWorldState from : kAll) {
+    for (UcxWorldState to : kAll) {
+      UcxWorldState s = from;
+      const bool allowed = kAllowed.count({from, to}) == 1;
+      EXPECT_EQ(mw::worldTransition(s, to), allowed) << mw::worldStateName(from) << " -> " << mw::worldStateName(to);
+      EXPECT_EQ(s, allowed ? to : from) << mw::worldStateName(from) << " -> " << mw::worldStateName(to);
+    }
+  }
+}
+
+}  // namespace
