@@ -9,14 +9,13 @@
 #include <random>
 
 #include "core/backends/gloo/gloo_communicator.h"
-#include "core/backends/ucx/ucx_context.h"
-#include "core/backends/ucx/ucx_world.h"
 #include "core/backends/nccl/nccl_world.h"
 #include "core/backends/nccl/nccl_plugin_loader.h"
+#include "core/backends/ucx/ucx_context.h"
 #include "core/error.h"
 #include "core/heap_trim.h"
-#include "core/lanes.h"
 #include "core/log.h"
+#include "core/resize/resize_rendezvous.h"
 
 namespace mw {
 namespace {
@@ -41,21 +40,6 @@ void ignoreSigpipeUnlessHandled() {
   }
 }
 
-// Before any rendezvous, so that a host without NCCL fails at once and
-// says why instead of making the other members wait.
-void requireNcclDevice(const std::string& world, int device) {
-  const NcclSupport& nccl = ncclSupport();
-  if (!nccl.usable()) {
-    throw Error(Status::Unsupported, "world '" + world + "': the NCCL backend is unavailable here: " + nccl.why_not);
-  }
-  if (device < 0 || device >= nccl.devices) {
-    throw Error(Status::InvalidArgument, "world '" + world + "': device " + std::to_string(device) +
-                                             " is outside the " + std::to_string(nccl.devices) +
-                                             " CUDA devices of this process [0, " + std::to_string(nccl.devices) +
-                                             ")");
-  }
-}
-
 Config validated(const Config& cfg) {
   cfg.validate();
   return cfg;
@@ -64,11 +48,8 @@ Config validated(const Config& cfg) {
 }  // namespace
 
 bool backendAvailable(Backend b) noexcept {
-  if (b == Backend::Gloo) return true;
-  if (b == Backend::Ucx) return ucxUsable();
-  // NCCL worlds keep their members connected over UCX.
-  if (b == Backend::Nccl) return ncclSupport().usable() && ucxUsable();
-  return false;
+  const BackendKind* kind = backendKind(b);
+  return kind && kind->available();
 }
 
 Context::Context(const Config& cfg)
@@ -136,10 +117,21 @@ std::vector<std::shared_ptr<Request>> Context::poll(size_t max, std::chrono::mil
   return cq_->pop(max, timeout);
 }
 
+Deadline Context::deadlineFor(const std::string& name, int timeout_ms) const {
+  if (timeout_ms < -1) {
+    throw Error(Status::InvalidArgument,
+                "timeout_ms " + std::to_string(timeout_ms) + " must be >= 0, or -1 for no limit");
+  }
+  if (!watchdog_->storeUp()) {
+    throw Error(Status::Store, "cannot create or resize world '" + name + "': redis " + pool_.url().redacted() +
+                                   " is unreachable");
+  }
+  return timeout_ms < 0 ? Clock::now() + kForever : Clock::now() + std::chrono::milliseconds(timeout_ms);
+}
+
 World* Context::createWorld(const WorldSpec& spec) {
   const std::string& name = spec.name;
-  const int rank = spec.rank, size = spec.size, timeout_ms = spec.timeout_ms;
-  const Backend backend = spec.backend;
+  const int rank = spec.rank, size = spec.size;
   if (!isValidName(name, 128)) {
     throw Error(Status::InvalidArgument,
                 "world name '" + name.substr(0, 160) + "' must be 1..128 chars of [A-Za-z0-9._:-]");
@@ -153,22 +145,13 @@ World* Context::createWorld(const WorldSpec& spec) {
     throw Error(Status::InvalidArgument,
                 "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(size) + ")");
   }
-  if (timeout_ms < -1) {
+  if (spec.timeout_ms < -1) deadlineFor(name, spec.timeout_ms);  // says why
+  const BackendKind* kind = backendKind(spec.backend);
+  if (!kind) {
     throw Error(Status::InvalidArgument,
-                "timeout_ms " + std::to_string(timeout_ms) + " must be >= 0, or -1 for no limit");
+                "backend " + std::to_string(static_cast<int>(spec.backend)) + " is not " + backendChoices());
   }
-  if (backend != Backend::Gloo && backend != Backend::Nccl && backend != Backend::Ucx) {
-    throw Error(Status::InvalidArgument, "backend " + std::to_string(static_cast<int>(backend)) +
-                                             " is not MW_BACKEND_GLOO (1), MW_BACKEND_NCCL (2) or MW_BACKEND_UCX (3)");
-  }
-  if (backend != Backend::Gloo && !ucxUsable()) {
-    const std::string what = backend == Backend::Ucx ? "the UCX backend cannot start here"
-                                                     : "NCCL worlds keep their members connected over UCX, and UCX "
-                                                       "cannot start here";
-    throw Error(Status::Unsupported, "world '" + name + "': " + what + " (ucp_init failed)");
-  }
-  // `device` is the CUDA ordinal of an NCCL world; Gloo worlds ignore it.
-  if (backend == Backend::Nccl) requireNcclDevice(name, spec.device);
+  kind->require(spec);
   const WorldSettings settings = resolveSettings(spec, cfg_);
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -180,16 +163,11 @@ World* Context::createWorld(const WorldSpec& spec) {
       }
     }
   }
-  if (!watchdog_->storeUp()) {
-    throw Error(Status::Store, "cannot create world '" + name + "': redis " + pool_.url().redacted() +
-                                   " is unreachable");
-  }
-  Deadline deadline = timeout_ms < 0 ? Clock::now() + kForever
-                                     : Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const Deadline deadline = deadlineFor(name, spec.timeout_ms);
   const uint64_t generation = connector_.generation();
   std::shared_ptr<World> world;
   try {
-    world = formWorld(spec, settings, deadline);
+    world = formWorld(spec, *kind, settings, deadline);
   } catch (const Error& e) {
     // The master changed (or Redis went away) while the world formed: a
     // member that waited in vain, or gave up, did so because of the store.
@@ -201,26 +179,32 @@ World* Context::createWorld(const WorldSpec& spec) {
     }
     throw;
   }
-  world->start();
-  watchdog_->watch(world);
-  std::lock_guard<std::mutex> lock(m_);
-  worlds_[world.get()] = world;
-  MW_LOG(LogLevel::Info, "world %s epoch %llu formed: rank %d of %d", name.c_str(),
-         static_cast<unsigned long long>(world->epoch()), rank, size);
-  return world.get();
+  return adopt(std::move(world));
 }
 
-std::shared_ptr<World> Context::formWorld(const WorldSpec& spec, const WorldSettings& settings, Deadline deadline) {
+World* Context::adopt(std::shared_ptr<World> world) {
+  world->start();
+  watchdog_->watch(world);
+  MW_LOG(LogLevel::Info, "world %s epoch %llu formed: rank %d of %d", world->name().c_str(),
+         static_cast<unsigned long long>(world->epoch()), world->rank(), world->size());
+  std::lock_guard<std::mutex> lock(m_);
+  World* raw = world.get();
+  worlds_[raw] = std::move(world);
+  return raw;
+}
+
+std::shared_ptr<World> Context::formWorld(const WorldSpec& spec, const BackendKind& kind,
+                                          const WorldSettings& settings, Deadline deadline) {
   const std::string& name = spec.name;
   const int rank = spec.rank, size = spec.size;
-  std::shared_ptr<UcxContext> ucx_context = spec.backend == Backend::Gloo ? nullptr : ucx();
+  kind.prepare(*this);
   for (;;) {
     Formation f = rendezvous_.join(name, rank, size, deadline);
-    Incarnation inc(keys_, name, f.epoch, size);
+    Incarnation inc(keys_, name, f.epoch, size, f.lineage);
     try {
-      std::unique_ptr<WorldBackend> runner = connectBackend(inc, ucx_context, spec, settings, deadline);
+      std::unique_ptr<WorldBackend> runner = kind.connect(*this, inc, rank, spec, settings, deadline);
       rendezvous_.commit(inc, rank, deadline);
-      WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
+      WorldIdentity id{name, f.epoch, rank, size, std::move(f.members), spec, settings};
       return std::make_shared<World>(std::move(id), std::move(runner), *this, settings.op_timeout);
     } catch (const MovedOn& e) {
       // A member that lost its place in this incarnation (as in a
@@ -238,23 +222,154 @@ std::shared_ptr<World> Context::formWorld(const WorldSpec& spec, const WorldSett
   }
 }
 
-std::unique_ptr<WorldBackend> Context::connectBackend(const Incarnation& inc,
-                                                      const std::shared_ptr<UcxContext>& ucx_context,
-                                                      const WorldSpec& spec, const WorldSettings& settings,
-                                                      Deadline deadline) {
-  const int rank = spec.rank;
-  if (spec.backend == Backend::Ucx) {
-    return UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), settings, deadline);
+// ------------------------------------------------------------------ resize
+
+std::shared_ptr<World> Context::owned(World* w) {
+  std::lock_guard<std::mutex> lock(m_);
+  auto it = worlds_.find(w);
+  if (it == worlds_.end()) throw Error(Status::InvalidArgument, "the world handle is not one of this context's");
+  return it->second;
+}
+
+World* Context::shrinkWorld(World* w, const int* exclude, int n, int flags, int timeout_ms) {
+  std::shared_ptr<World> old = owned(w);
+  if (flags != 0 && flags != 1) {
+    throw Error(Status::InvalidArgument,
+                "flags " + std::to_string(flags) + " is not MW_SHRINK_DEFAULT (0) or MW_SHRINK_ABORT (1)");
   }
-  if (spec.backend == Backend::Nccl) {
-    // The UCX world carries no data: it is the members' liveness link.
-    WorldSettings control_settings = settings;
-    control_settings.same_host_path = false;
-    std::unique_ptr<UcxWorld> control =
-        UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), control_settings, deadline);
-    return NcclWorld::connect(ncclThreads(), std::move(control), pool_, inc, rank, spec.device, deadline);
+  // NULL with 0 (or any list of 0) is the break's list.
+  std::optional<std::vector<int>> proposal;
+  if (n != 0) proposal = checkedExcludeList(exclude, n, old->size(), old->rank());
+  // What this member itself saw blamed; Redis adds what the others did.
+  std::vector<int> seen;
+  if (old->blamedRank() >= 0) seen.push_back(old->blamedRank());
+  const std::string name = old->name();
+  const uint64_t epoch = old->epoch();
+  const int size = old->size(), rank = old->rank();
+  return resize(old, flags == 1, "shrink", timeout_ms, [&](ResizeRendezvous& rv, Deadline deadline) {
+    return rv.claimShrink(name, epoch, size, rank, proposal, seen, deadline);
+  });
+}
+
+World* Context::growWorld(World* w, int new_size, int timeout_ms) {
+  std::shared_ptr<World> old = owned(w);
+  growPlan(old->size(), old->rank(), new_size, cfg_.max_world_size);  // checks new_size before anything
+  const std::string name = old->name();
+  const uint64_t epoch = old->epoch();
+  const int size = old->size(), rank = old->rank();
+  return resize(old, false, "grow", timeout_ms, [&](ResizeRendezvous& rv, Deadline deadline) {
+    return rv.claimGrow(name, epoch, size, rank, new_size, cfg_.max_world_size, deadline);
+  });
+}
+
+World* Context::resize(const std::shared_ptr<World>& old, bool cancel_pending, const char* verb, int timeout_ms,
+                       const std::function<ResizeClaim(ResizeRendezvous&, Deadline)>& claim_fn) {
+  const std::string& name = old->name();
+  const Deadline deadline = deadlineFor(name, timeout_ms);
+  old->beginResize(cancel_pending, verb);
+  ResizeRendezvous rv(rendezvous_);
+  ResizeClaim claim;
+  try {
+    claim = claim_fn(rv, deadline);
+  } catch (const std::exception& e) {
+    old->endResize(e.what());
+    throw;
   }
-  return std::make_unique<LaneBackend>(GlooCommunicator::connect(gloo_device_, pool_, inc, rank, inc.size(), deadline));
+  const ResizePlan& plan = claim.plan;
+  const uint64_t epoch = claim.epoch;
+  // The members this one waits for, by new rank ("" for a grow's
+  // newcomers, not known yet), and their old ranks.
+  std::vector<std::string> members(static_cast<size_t>(plan.new_size));
+  std::vector<int> old_rank_of(static_cast<size_t>(plan.new_size), -1);
+  for (int r = 0; r < plan.old_size; ++r) {
+    if (!plan.kept(r)) continue;
+    members[static_cast<size_t>(plan.new_rank_of[static_cast<size_t>(r)])] = old->members()[static_cast<size_t>(r)];
+    old_rank_of[static_cast<size_t>(plan.new_rank_of[static_cast<size_t>(r)])] = r;
+  }
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    resizing_[old.get()] = Resizing{epoch, plan};
+  }
+  watchdog_->watchForming(name, epoch, plan.new_rank, members, old->epoch(), old_rank_of);
+  const World& resized = *old;
+  old->backend().watchMembers(
+      [this, &resized](int peer, const std::string& why) { memberLostWhileResizing(resized, peer, why); });
+  auto finished = [&] {
+    old->backend().unwatchMembers();
+    watchdog_->unwatchForming(name, epoch);
+    std::lock_guard<std::mutex> lock(m_);
+    resizing_.erase(old.get());
+  };
+  std::shared_ptr<World> world;
+  try {
+    Formation f;
+    {
+      auto conn = pool_.lease();
+      f = rendezvous_.awaitClaims(*conn, name, epoch, plan.new_rank, plan.new_size, deadline);
+    }
+    for (int r = 0; r < plan.new_size; ++r) {
+      const std::string& expected = members[static_cast<size_t>(r)];
+      if (!expected.empty() && f.members[static_cast<size_t>(r)] != expected) {
+        throw Error(Status::Store, "world '" + name + "' epoch " + std::to_string(epoch) + ": rank " +
+                                       std::to_string(r) + " is held by " + f.members[static_cast<size_t>(r)] +
+                                       ", not by the member that had it before the " + verb);
+      }
+    }
+    watchdog_->watchForming(name, epoch, plan.new_rank, f.members, old->epoch(), old_rank_of);
+    Incarnation inc(keys_, name, epoch, plan.new_size, f.lineage);
+    std::unique_ptr<WorldBackend> next = connectResized(old, plan, inc, deadline);
+    rendezvous_.commit(inc, plan.new_rank, deadline);
+    WorldIdentity id{name, epoch, plan.new_rank, plan.new_size, std::move(f.members), old->spec(), old->settings()};
+    id.spec.rank = plan.new_rank;
+    id.spec.size = plan.new_size;
+    world = std::make_shared<World>(std::move(id), std::move(next), *this, old->opTimeout());
+  } catch (const std::exception& e) {
+    // The others hear this member gave up on the attempt (or already
+    // know, from the member that died); the old world is as it was, or
+    // broken where its operations were cancelled for the shrink.
+    watchdog_->giveUp(name, epoch, plan.new_rank, plan.new_size, e.what());
+    finished();
+    old->endResize(e.what());
+    throw;
+  }
+  // Every member committed: the successor is the world now.
+  finished();
+  watchdog_->unwatch(old.get());
+  old->retire(epoch, verb, &world->backend());
+  MW_LOG(LogLevel::Info, "world %s epoch %llu %s into epoch %llu", name.c_str(),
+         static_cast<unsigned long long>(old->epoch()), plan.kind == ResizeKind::Shrink ? "shrunk" : "grown",
+         static_cast<unsigned long long>(epoch));
+  return adopt(std::move(world));
+}
+
+std::unique_ptr<WorldBackend> Context::connectResized(const std::shared_ptr<World>& old, const ResizePlan& plan,
+                                                      const Incarnation& inc, Deadline deadline) {
+  WorldSpec spec = old->spec();
+  spec.rank = plan.new_rank;
+  spec.size = plan.new_size;
+  WorldBackend& backend = old->backend();
+  std::unique_ptr<WorldBackend> next =
+      plan.kind == ResizeKind::Shrink ? backend.shrink(plan, *this, inc, spec, old->settings(), deadline)
+                                      : backend.grow(plan, *this, inc, spec, old->settings(), deadline);
+  if (next) return next;
+  // The old backend keeps nothing: its successor forms as a create would.
+  const BackendKind* kind = backendKind(spec.backend);
+  if (!kind) throw Error(Status::Internal, "world '" + spec.name + "' runs on a backend the table does not know");
+  return kind->connect(*this, inc, plan.new_rank, spec, old->settings(), deadline);
+}
+
+void Context::memberLostWhileResizing(const World& w, int peer_rank, const std::string& detail) {
+  Resizing r;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    auto it = resizing_.find(&w);
+    if (it == resizing_.end()) return;
+    r = it->second;
+  }
+  // An excluded member may go as it likes.
+  if (!r.plan.kept(peer_rank) || peer_rank == r.plan.old_rank) return;
+  watchdog_->formingMemberLost(w.name(), r.epoch, r.plan.new_rank, r.plan.new_size,
+                               r.plan.new_rank_of[static_cast<size_t>(peer_rank)], w.epoch(), peer_rank, detail);
 }
 
 void Context::destroyWorld(World* w) {

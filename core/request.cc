@@ -66,6 +66,9 @@ void Request::complete(Status status, const std::string& detail) {
   {
     std::lock_guard<std::mutex> lock(m_);
     if (status_ != Status::InProgress) return;
+    // Before the program can see it finished: a shrink that follows its
+    // wait finds nothing pending.
+    if (countOut() && world_) world_->opEnded();
     status_ = status;
     detail_ = detail;
     finished_.store(true, std::memory_order_release);

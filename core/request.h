@@ -51,7 +51,12 @@ class Request : public std::enable_shared_from_this<Request> {
   size_t receivedBytes();
 
   // Called once by whoever finishes the operation; later calls are ignored.
+  // The first tells the world, when counted in, that it has one operation
+  // less pending (World::pending).
   void complete(Status status, const std::string& detail = std::string());
+  void countIn() noexcept { counted_.store(true); }
+  // True when it was counted in and had not completed: the issue failed.
+  bool countOut() noexcept { return counted_.exchange(false); }
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
   // mw_request_cancel: asks the world to take the operation back.
   void cancel();
@@ -72,6 +77,7 @@ class Request : public std::enable_shared_from_this<Request> {
   std::shared_ptr<Request> caller_ref_;
   std::atomic<uint64_t> user_data_;
   std::atomic<bool> finished_{false};  // status_ is final; read without the lock
+  std::atomic<bool> counted_{false};   // in its world's pending count
   OpKind kind_ = OpKind::Barrier;
   size_t recv_bytes_ = 0;
 

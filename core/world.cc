@@ -22,7 +22,14 @@ WorldState World::state() const { return state_.load(); }
 
 OpResult World::failure() const {
   std::lock_guard<std::mutex> lock(m_);
+  const std::string world = "world '" + id_.name + "' epoch " + std::to_string(id_.epoch);
   if (state_ == WorldState::Destroyed) return {Status::Cancelled, "world '" + id_.name + "' was destroyed"};
+  if (state_ == WorldState::Retired) {
+    return {Status::InvalidArgument, world + " was retired by a " + resize_verb_ + " into epoch " +
+                                         std::to_string(successor_epoch_) +
+                                         ": issue on the world it returned; mw_world_destroy frees this handle"};
+  }
+  if (cancelling_) return {Status::Cancelled, world + ": cancelled by MW_SHRINK_ABORT for a shrink"};
   return {Status::WorldBroken, "world '" + id_.name + "' is broken: " + broken_detail_};
 }
 
@@ -31,10 +38,87 @@ int World::blamedRank() const {
   return broken_peer_;
 }
 
+bool World::breakAnnounced() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return broken_announced_;
+}
+
+bool World::resizing() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return resizing_;
+}
+
+void World::beginResize(bool cancel_pending, const char* verb) {
+  std::lock_guard<std::mutex> issue(issue_m_);
+  bool cancel = false;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    const std::string world = "world '" + id_.name + "' epoch " + std::to_string(id_.epoch);
+    if (state_ == WorldState::Destroyed) throw Error(Status::InvalidArgument, world + " was destroyed");
+    if (state_ == WorldState::Retired) {
+      throw Error(Status::InvalidArgument, world + " was already retired by a " + resize_verb_ + " into epoch " +
+                                               std::to_string(successor_epoch_) + ": " + verb + " that world instead");
+    }
+    if (resizing_) {
+      throw Error(Status::InvalidArgument, world + ": a " + resize_verb_ + " of it is already under way");
+    }
+    if (!cancel_pending && state_ == WorldState::Broken) {
+      throw Error(Status::InvalidArgument,
+                  world + " is broken (" + broken_detail_ + "): " +
+                      (std::string(verb) == "grow" ? "a broken world cannot grow; shrink it with MW_SHRINK_ABORT"
+                                                   : "MW_SHRINK_DEFAULT needs a ready world; MW_SHRINK_ABORT "
+                                                     "shrinks a broken one"));
+    }
+    const int pending = pending_.load();
+    if (!cancel_pending && pending > 0) {
+      throw Error(Status::InvalidArgument,
+                  world + " has " + std::to_string(pending) + " operation" + (pending == 1 ? "" : "s") +
+                      " pending: " +
+                      (std::string(verb) == "grow" ? "a grow needs none; wait for them first"
+                                                   : "MW_SHRINK_DEFAULT needs none (MW_SHRINK_ABORT cancels them)"));
+    }
+    resizing_ = true;
+    resize_verb_ = verb;
+    cancel = cancel_pending && pending > 0;
+    cancelling_ = cancel;
+  }
+  // What is pending completes with failure(): Cancelled.
+  if (cancel) backend_->abort();
+}
+
+void World::endResize(const std::string& why) {
+  std::lock_guard<std::mutex> lock(m_);
+  resizing_ = false;
+  if (!cancelling_) return;
+  cancelling_ = false;
+  if (state_ != WorldState::Ready) return;
+  // Its backend stopped running operations for the shrink.
+  state_ = WorldState::Broken;
+  broken_detail_ = "its operations were cancelled by MW_SHRINK_ABORT and the shrink failed: " + why;
+  broken_peer_ = -1;
+  owner_.worldBroken(shared_from_this(), -1, broken_detail_, false);
+}
+
+void World::retire(uint64_t successor_epoch, const char* verb, WorldBackend* successor) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    state_ = WorldState::Retired;
+    successor_epoch_ = successor_epoch;
+    resize_verb_ = verb;
+    resizing_ = false;
+    cancelling_ = false;
+  }
+  backend_->retire(successor);
+}
+
 Request* World::submit(const OpDesc& desc, uint64_t user_data) {
   const OpDesc op = canonicalOp(desc);
   validateOp(op, id_.rank, id_.size);
   std::lock_guard<std::mutex> issue(issue_m_);
+  if (resizing()) {
+    throw Error(Status::InvalidArgument, "world '" + id_.name + "' epoch " + std::to_string(id_.epoch) +
+                                             " is being shrunk or grown: nothing is issued on it until that returns");
+  }
   const WorldState now = state();
   if (now != WorldState::Ready && !(now == WorldState::Broken && backend_->runsWhenBroken(op))) {
     OpResult f = failure();
@@ -42,13 +126,17 @@ Request* World::submit(const OpDesc& desc, uint64_t user_data) {
   }
   Request* r = Request::create(shared_from_this(), owner_.completions(), user_data, backend_->driver());
   r->describe(op.kind, op.kind == OpKind::Recv ? op.count * dtypeSize(op.dtype) : 0);
+  pending_.fetch_add(1);
+  r->countIn();
   try {
     backend_->submit(op, r->shared_from_this());
   } catch (const TransportError& e) {
+    if (r->countOut()) pending_.fetch_sub(1);
     breakWorld(e.peerRank(), e.what(), true);
     r->release();
     throw Error(Status::WorldBroken, "world '" + id_.name + "' is broken: " + e.what());
   } catch (...) {
+    if (r->countOut()) pending_.fetch_sub(1);
     r->release();
     throw;
   }
@@ -65,11 +153,12 @@ void World::cancel(Request& r) {
 void World::breakWorld(int peer_rank, const std::string& detail, bool announce) {
   {
     std::lock_guard<std::mutex> lock(m_);
-    if (state_ == WorldState::Destroyed) return;
+    if (state_ == WorldState::Destroyed || state_ == WorldState::Retired) return;
     if (state_ == WorldState::Ready) {
       state_ = WorldState::Broken;
       broken_detail_ = detail;
       broken_peer_ = peer_rank;
+      broken_announced_ = announce;
       // The event is queued before any request can fail for this break, so
       // a program that sees a failed request finds the event (and the
       // blamed peer) already waiting. The owner only queues; it never
@@ -91,7 +180,10 @@ bool World::destroy() {
     if (stopped_) return false;
     stopped_ = true;
     was_ready = state_ == WorldState::Ready;
+    const bool retired = state_ == WorldState::Retired;
     state_ = WorldState::Destroyed;
+    // Its backend ended when it retired.
+    if (retired) return false;
   }
   backend_->abort();
   backend_->stop();

@@ -29,6 +29,9 @@ class WorldOwner {
   virtual void worldBroken(const std::shared_ptr<World>& w, int peer_rank, const std::string& detail,
                            bool announce) = 0;
   virtual void destroyWorld(World* w) = 0;
+  // mw_world_shrink / mw_world_grow of `w` (Context::shrinkWorld).
+  virtual World* shrinkWorld(World* w, const int* exclude, int n, int flags, int timeout_ms) = 0;
+  virtual World* growWorld(World* w, int new_size, int timeout_ms) = 0;
   // A data path of `w` to `peer_rank` went down or came back; the world
   // lives on either way (MW_EVENT_PATH_DOWN / MW_EVENT_PATH_UP).
   virtual void pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const PathChange& path,
@@ -36,7 +39,9 @@ class WorldOwner {
   virtual const std::shared_ptr<CompletionQueue>& completions() const = 0;
 };
 
-enum class WorldState { Ready, Broken, Destroyed };
+// Retired: a shrink or grow made its successor; the handle only waits for
+// mw_world_destroy.
+enum class WorldState { Ready, Broken, Destroyed, Retired };
 
 struct WorldIdentity {
   std::string name;
@@ -44,6 +49,9 @@ struct WorldIdentity {
   int rank = 0;
   int size = 0;
   std::vector<std::string> members;  // member id per rank
+  // What it was created with, for its successors.
+  WorldSpec spec;
+  WorldSettings settings;
 };
 
 class World : public std::enable_shared_from_this<World> {
@@ -58,6 +66,8 @@ class World : public std::enable_shared_from_this<World> {
   int rank() const { return id_.rank; }
   int size() const { return id_.size; }
   const std::vector<std::string>& members() const { return id_.members; }
+  const WorldSpec& spec() const { return id_.spec; }
+  const WorldSettings& settings() const { return id_.settings; }
   std::chrono::milliseconds opTimeout() const { return op_timeout_; }
   WorldState state() const;
   WorldOwner& owner() const { return owner_; }
@@ -85,6 +95,31 @@ class World : public std::enable_shared_from_this<World> {
 
   // The rank the world broke because of (-1: unknown, or not broken).
   int blamedRank() const;
+  // The break was this member's to announce (it saw the fault itself),
+  // rather than heard of from another member or the store.
+  bool breakAnnounced() const;
+
+  // Operations issued and not finished yet.
+  int pending() const { return pending_.load(); }
+  // A request of this world finished (Request::complete).
+  void opEnded() noexcept { pending_.fetch_sub(1); }
+
+  // A shrink or grow of this world starts: nothing may be issued on it
+  // until it ends. Throws Error(InvalidArgument) naming why not: a world
+  // destroyed, retired or resized already, or, unless `cancel_pending`,
+  // one that is broken or has operations pending (naming their count).
+  // With `cancel_pending` (MW_SHRINK_ABORT), what is pending completes
+  // with Cancelled first; the world then cannot run operations again.
+  void beginResize(bool cancel_pending, const char* verb);
+  // The resize failed: the world is usable again, or, when its
+  // operations were cancelled for it, broken, saying `why`.
+  void endResize(const std::string& why);
+  // The resize made its successor (epoch `successor_epoch`): the backend
+  // hands it what the successor keeps (WorldBackend::retire) and the
+  // handle is retired.
+  void retire(uint64_t successor_epoch, const char* verb, WorldBackend* successor);
+  bool resizing() const;
+  WorldBackend& backend() const { return *backend_; }
 
  private:
   const WorldIdentity id_;
@@ -98,7 +133,13 @@ class World : public std::enable_shared_from_this<World> {
   std::atomic<WorldState> state_{WorldState::Ready};
   std::string broken_detail_;
   int broken_peer_ = -1;
+  bool broken_announced_ = false;
   bool stopped_ = false;
+  bool resizing_ = false;   // a shrink or grow is under way: nothing is issued
+  bool cancelling_ = false;  // and it cancelled what was pending
+  const char* resize_verb_ = "shrink";
+  uint64_t successor_epoch_ = 0;  // once retired
+  std::atomic<int> pending_{0};
 };
 
 }  // namespace mw

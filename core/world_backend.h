@@ -6,15 +6,22 @@
 // progress engine, with no thread per world.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 
+#include "core/deadline.h"
 #include "core/op.h"
 #include "core/progress_driver.h"
+#include "core/world_spec.h"
 
 namespace mw {
 
+class BackendServices;
+class Incarnation;
 class Request;
 class World;
+struct ResizePlan;
 
 class WorldBackend {
  public:
@@ -56,6 +63,44 @@ class WorldBackend {
   // The engine a thread waiting for this world's requests may drive
   // itself; null for backends progressed by their own threads.
   virtual std::shared_ptr<ProgressDriver> driver() { return nullptr; }
+
+  // A shrink or grow of this world (`plan`: who stays, the new ranks):
+  // its successor, connected under `next` with what this backend keeps
+  // for the members that stay (UCX: their endpoints; NCCL: the
+  // communicator, through ncclCommShrink / ncclCommGrow). Issues nothing
+  // on this world, which stays usable until retire(); runs while nothing
+  // is pending here. Null: it keeps nothing, and the successor connects
+  // afresh (BackendKind::connect). Throws as a connect does.
+  virtual std::unique_ptr<WorldBackend> shrink(const ResizePlan& plan, BackendServices& services,
+                                               const Incarnation& next, const WorldSpec& spec,
+                                               const WorldSettings& settings, Deadline deadline) {
+    (void)plan, (void)services, (void)next, (void)spec, (void)settings, (void)deadline;
+    return nullptr;
+  }
+  virtual std::unique_ptr<WorldBackend> grow(const ResizePlan& plan, BackendServices& services,
+                                             const Incarnation& next, const WorldSpec& spec,
+                                             const WorldSettings& settings, Deadline deadline) {
+    (void)plan, (void)services, (void)next, (void)spec, (void)settings, (void)deadline;
+    return nullptr;
+  }
+
+  // While the world is being shrunk or grown: `lost` runs (on any thread,
+  // never inside a call of the resize itself) when the transport finds a
+  // member gone, also on a broken world, until unwatchMembers() returned.
+  // Backends whose transport cannot tell a member's death from its world
+  // closing (Gloo) watch nothing: the heartbeats tell.
+  virtual void watchMembers(std::function<void(int peer, const std::string& why)> lost) { (void)lost; }
+  virtual void unwatchMembers() noexcept {}
+
+  // The successor formed (every member committed): what `successor` (made
+  // by shrink() or grow(), or null) took over is its own from now on, and
+  // the rest of this backend ends as a destroy ends it, without telling
+  // the members anything. Nothing is issued here afterwards.
+  virtual void retire(WorldBackend* successor) noexcept {
+    (void)successor;
+    abort();
+    stop();
+  }
 };
 
 }  // namespace mw

@@ -13,7 +13,8 @@ namespace {
 using mw::UcxWorldState;
 
 constexpr UcxWorldState kAll[] = {UcxWorldState::Connecting, UcxWorldState::Running, UcxWorldState::Failing,
-                                  UcxWorldState::Aborted,    UcxWorldState::Stopping, UcxWorldState::Closed};
+                                  UcxWorldState::Aborted,    UcxWorldState::Stopping, UcxWorldState::Closed,
+                                  UcxWorldState::Retired};
 
 const std::set<std::pair<UcxWorldState, UcxWorldState>> kAllowed = {
     {UcxWorldState::Connecting, UcxWorldState::Running},  // it started
@@ -23,6 +24,9 @@ const std::set<std::pair<UcxWorldState, UcxWorldState>> kAllowed = {
     {UcxWorldState::Failing, UcxWorldState::Aborted},     // the break came
     {UcxWorldState::Aborted, UcxWorldState::Stopping},    // destroyed
     {UcxWorldState::Stopping, UcxWorldState::Closed},     // its bounded wait ended
+    {UcxWorldState::Running, UcxWorldState::Retired},     // shrunk or grown while ready
+    {UcxWorldState::Failing, UcxWorldState::Retired},     // shrunk as its break came
+    {UcxWorldState::Aborted, UcxWorldState::Retired},     // shrunk after a break
 };
 
 TEST(UcxWorldState, OnlyTheWorldsLifeIsAllowed) {

@@ -32,7 +32,14 @@ MW_API mw_status_t mw_world_destroy(mw_world_t* w) noexcept {
 
 MW_API mw_world_state_t mw_world_state(const mw_world_t* w) noexcept {
   if (!w) return MW_WORLD_BROKEN;
-  return world(w)->state() == WorldState::Ready ? MW_WORLD_READY : MW_WORLD_BROKEN;
+  switch (world(w)->state()) {
+    case WorldState::Ready:
+      return MW_WORLD_READY;
+    case WorldState::Retired:
+      return MW_WORLD_RETIRED;
+    default:
+      return MW_WORLD_BROKEN;
+  }
 }
 
 MW_API int mw_world_rank(const mw_world_t* w) noexcept { return w ? world(w)->rank() : -1; }

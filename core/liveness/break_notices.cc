@@ -8,9 +8,21 @@ namespace {
 
 constexpr size_t kMaxNotices = 4096;
 
+// Adds a rank to an incarnation's blamed set (KEYS[2], ARGV[3]; '' adds
+// none) unless the key holds something else.
+constexpr const char* kBlame = R"lua(
+local t = redis.call('TYPE', KEYS[2])['ok']
+if ARGV[3] ~= '' and (t == 'set' or t == 'none') then
+  redis.call('SADD', KEYS[2], ARGV[3])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+end
+)lua";
+
 // Both scripts leave a meta record of another type or epoch alone, and
-// read no field longer than an epoch.
-constexpr const char* kLeftScript = R"lua(
+// read no field longer than an epoch. KEYS = meta, blamed set; ARGV =
+// epoch, detail, the rank to blame, ttl.
+const std::string& leftScript() {
+  static const std::string script = std::string(kBlame) + R"lua(
 if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HSTRLEN', KEYS[1], 'epoch') <= 15 and
    redis.call('HSTRLEN', KEYS[1], 'state') <= 15 and redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] and
    redis.call('HGET', KEYS[1], 'state') == 'ready' then
@@ -18,17 +30,24 @@ if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HSTRLEN', KEYS[1]
 end
 return 1
 )lua";
+  return script;
+}
 
 // The durable marker outlives a short disconnection of any member; the
-// world's meta record shows the break to `multiworld status`.
-constexpr const char* kMarkScript = R"lua(
-redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+// world's meta record shows the break to `multiworld status`. KEYS =
+// meta, blamed set, marker; ARGV = epoch, detail, the rank to blame, ttl,
+// the marker.
+const std::string& markScript() {
+  static const std::string script = std::string(kBlame) + R"lua(
+redis.call('SET', KEYS[3], ARGV[5], 'PX', ARGV[4])
 if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HSTRLEN', KEYS[1], 'epoch') <= 15 and
    redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then
-  redis.call('HSET', KEYS[1], 'state', 'broken', 'detail', ARGV[4])
+  redis.call('HSET', KEYS[1], 'state', 'broken', 'detail', ARGV[2])
 end
 return 1
 )lua";
+  return script;
+}
 
 }  // namespace
 
@@ -50,14 +69,21 @@ void NoticeQueue::deliver(RedisConnection& conn, const Keys& keys, std::chrono::
     size_t replies = 0;
     for (const auto& n : batch) {
       if (n.left) {
-        conn.append({"EVAL", kLeftScript, "1", keys.worldMeta(n.world), std::to_string(n.epoch),
-                     "rank " + std::to_string(n.detector) + " left"});
+        conn.append({"EVAL", leftScript(), "2", keys.worldMeta(n.world), keys.worldEpoch(n.world, n.epoch, "blamed"),
+                     std::to_string(n.epoch), "rank " + std::to_string(n.detector) + " left",
+                     std::to_string(n.detector), ttl});
         ++replies;
         continue;
       }
       BreakNotice notice{n.world, n.epoch, BreakMarker{n.peer, n.detector, n.detail}};
-      conn.append({"EVAL", kMarkScript, "2", keys.worldMeta(n.world), keys.worldEpoch(n.world, n.epoch, "broken"),
-                   std::to_string(n.epoch), formatBreakMarker(notice.marker), ttl, n.detail});
+      // A member that gave up blames itself only for its own formation.
+      const bool blames = n.blame_epoch != 0 || (n.peer >= 0 && !n.gave_up);
+      const uint64_t blamed_epoch = n.blame_epoch != 0 ? n.blame_epoch : n.epoch;
+      const int blamed_rank = n.blame_epoch != 0 ? n.blame_rank : n.peer;
+      conn.append({"EVAL", markScript(), "3", keys.worldMeta(n.world), keys.worldEpoch(n.world, blamed_epoch, "blamed"),
+                   keys.worldEpoch(n.world, n.epoch, "broken"), std::to_string(n.epoch), n.detail,
+                   blames && blamed_rank >= 0 ? std::to_string(blamed_rank) : "", ttl,
+                   formatBreakMarker(notice.marker)});
       conn.append({"PUBLISH", keys.eventsChannel(), formatBreakNotice(notice)});
       replies += 2;
       if (n.gave_up) {

@@ -2,7 +2,9 @@
 // leaves in Redis: a durable marker under the incarnation's "broken" key
 // (for members cut off from pub/sub right now), the world's meta record
 // marked broken (for `multiworld status`), then a message on the
-// namespace's events channel. A member that leaves a healthy incarnation
+// namespace's events channel. Every rank a break names (and every member
+// that leaves) joins the incarnation's "blamed" set: what a shrink with no
+// list of its own excludes. A member that leaves a healthy incarnation
 // records only that, in the meta record; one that gives up on an
 // incarnation still forming also fails the rendezvous' commit
 // (core/store/rendezvous.h) for the others.
@@ -31,6 +33,11 @@ struct Notice {
   // core/store/incarnation.h), after it is marked broken.
   bool gave_up = false;
   int size = 0;
+  // A member of a shrink's or grow's attempt died while it formed: the
+  // epoch it resizes records `blame_rank` (of that epoch) among the ranks
+  // its break named, so that the next attempt excludes it too.
+  uint64_t blame_epoch = 0;
+  int blame_rank = -1;
 };
 
 class NoticeQueue {

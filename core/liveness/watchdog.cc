@@ -10,6 +10,7 @@
 #include "core/capped_text.h"
 #include "core/error.h"
 #include "core/liveness/heartbeat_round.h"
+#include "core/resize/resize_plan.h"
 #include "core/signals.h"
 #include "core/store/redis_values.h"
 #include "core/world.h"
@@ -110,6 +111,61 @@ void Watchdog::giveUp(const std::string& world, uint64_t epoch, int rank, int si
   wakeUp();
 }
 
+void Watchdog::watchForming(const std::string& world, uint64_t epoch, int rank, std::vector<std::string> members,
+                            uint64_t from_epoch, std::vector<int> old_rank_of) {
+  std::lock_guard<std::mutex> lock(m_);
+  for (auto& f : forming_) {
+    if (f.world == world && f.epoch == epoch) {
+      f.members = std::move(members);
+      f.old_rank_of = std::move(old_rank_of);
+      return;
+    }
+  }
+  forming_.push_back(Forming{world, epoch, rank, std::move(members), from_epoch, std::move(old_rank_of), false});
+}
+
+void Watchdog::unwatchForming(const std::string& world, uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(m_);
+  forming_.erase(std::remove_if(forming_.begin(), forming_.end(),
+                                [&](const Forming& f) { return f.world == world && f.epoch == epoch; }),
+                 forming_.end());
+}
+
+void Watchdog::formingMemberLost(const std::string& world, uint64_t epoch, int rank, int size, int lost_rank,
+                                 uint64_t from_epoch, int lost_old_rank, const std::string& why) {
+  Notice n{world, epoch, rank, lost_rank, "rank " + std::to_string(lost_rank) + " is gone: " + why};
+  n.gave_up = true;
+  n.size = size;
+  if (lost_old_rank >= 0) {
+    n.blame_epoch = from_epoch;
+    n.blame_rank = lost_old_rank;
+  }
+  notices_.push(std::move(n));
+  wakeUp();
+}
+
+void Watchdog::handleExclusion(const ExclusionNotice& n) {
+  std::vector<std::pair<std::shared_ptr<World>, int>> hit;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    for (auto& [ptr, w] : worlds_) {
+      if (w.name != n.world || w.epoch != n.old_epoch || w.settled) continue;
+      auto ranks = decodeRanks(n.ranks, static_cast<int>(w.members.size()));
+      if (!ranks || std::find(ranks->begin(), ranks->end(), w.rank) == ranks->end()) continue;
+      w.settled = true;
+      if (auto sp = w.world.lock()) hit.emplace_back(std::move(sp), w.rank);
+    }
+  }
+  for (auto& [w, rank] : hit) {
+    // The survivors formed, or form, the next epoch without it: nothing to
+    // tell them.
+    w->breakWorld(rank, "rank " + std::to_string(rank) + " was excluded by the shrink of world '" + n.world +
+                            "' epoch " + std::to_string(n.old_epoch) + " to epoch " + std::to_string(n.new_epoch) +
+                            " (excluded: [" + n.ranks + "])",
+                  false);
+  }
+}
+
 void Watchdog::announceAgain() {
   std::lock_guard<std::mutex> lock(m_);
   for (const auto& [ptr, w] : worlds_) {
@@ -206,6 +262,7 @@ void Watchdog::run() {
 }
 
 void Watchdog::handleNotice(const std::string& payload) {
+  if (auto excluded = parseExclusionNotice(payload)) return handleExclusion(*excluded);
   auto notice = parseBreakNotice(payload);
   if (!notice) return;  // not ours to understand; nothing from Redis may hurt us
   breakWorlds(notice->world, notice->epoch, notice->marker,
@@ -241,12 +298,16 @@ void Watchdog::setPathsReport(std::function<std::string()> report) {
 
 void Watchdog::tick() {
   std::vector<Watched> worlds, unsettled;
+  std::vector<Forming> forming;
   std::vector<std::pair<std::string, Clock::time_point>> formed;
   {
     std::lock_guard<std::mutex> lock(m_);
     for (auto& [ptr, w] : worlds_) {
       worlds.push_back(w);
       if (!w.settled) unsettled.push_back(w);
+    }
+    for (const auto& f : forming_) {
+      if (!f.settled) forming.push_back(f);
     }
     formed.swap(formed_);
   }
@@ -259,6 +320,14 @@ void Watchdog::tick() {
   for (const auto& w : unsettled) {
     for (size_t r = 0; r < w.members.size(); ++r) {
       if (static_cast<int>(r) != w.rank && w.members[r] != member_) peers.insert(w.members[r]);
+    }
+  }
+  for (const auto& f : forming) {
+    for (size_t r = 0; r < f.members.size(); ++r) {
+      // "": a grow's newcomer, not known until every member claimed.
+      if (static_cast<int>(r) != f.rank && !f.members[r].empty() && f.members[r] != member_) {
+        peers.insert(f.members[r]);
+      }
     }
   }
 
@@ -299,7 +368,7 @@ void Watchdog::tick() {
     judge_after_ = std::max(judge_after_, now + 2 * cfg_.heartbeat_interval);
   }
   judgeMarkers(unsettled, reads.markers);
-  judgeBeats(unsettled, peers, reads.beats, now);
+  judgeBeats(unsettled, forming, peers, reads.beats, now);
 }
 
 void Watchdog::judgeMarkers(const std::vector<Watched>& worlds,
@@ -316,8 +385,9 @@ void Watchdog::judgeMarkers(const std::vector<Watched>& worlds,
   }
 }
 
-void Watchdog::judgeBeats(const std::vector<Watched>& worlds, const std::set<std::string>& peers,
-                          const std::vector<std::optional<std::string>>& beats, Clock::time_point now) {
+void Watchdog::judgeBeats(const std::vector<Watched>& worlds, const std::vector<Forming>& forming,
+                          const std::set<std::string>& peers, const std::vector<std::optional<std::string>>& beats,
+                          Clock::time_point now) {
   std::map<std::string, std::optional<std::string_view>> dead;
   size_t i = 0;
   for (auto it = peers.begin(); it != peers.end() && i < beats.size(); ++it, ++i) {
@@ -332,6 +402,23 @@ void Watchdog::judgeBeats(const std::vector<Watched>& worlds, const std::set<std
       if (static_cast<int>(r) == w.rank || found == dead.end()) continue;
       breakWorlds(w.name, w.epoch, BreakMarker{static_cast<int>(r), w.rank, ""},
                   liveness_.describe(static_cast<int>(r), found->first, found->second, now), true);
+      break;
+    }
+  }
+  for (const auto& f : forming) {
+    for (size_t r = 0; r < f.members.size(); ++r) {
+      auto found = dead.find(f.members[r]);
+      if (static_cast<int>(r) == f.rank || found == dead.end()) continue;
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        for (auto& mine : forming_) {
+          if (mine.world == f.world && mine.epoch == f.epoch) mine.settled = true;
+        }
+      }
+      const int old_rank = r < f.old_rank_of.size() ? f.old_rank_of[r] : -1;
+      formingMemberLost(f.world, f.epoch, f.rank, static_cast<int>(f.members.size()), static_cast<int>(r),
+                        f.from_epoch, old_rank,
+                        liveness_.describe(static_cast<int>(r), found->first, found->second, now));
       break;
     }
   }

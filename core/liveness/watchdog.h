@@ -62,6 +62,21 @@ class Watchdog {
   // already returned it.
   // Members still waiting in its formation (at most `size`) are woken.
   void giveUp(const std::string& world, uint64_t epoch, int rank, int size, const std::string& why);
+  // While a shrink or grow forms epoch `epoch` of `world` (this member is
+  // `rank` of `members`; `old_rank_of` gives each one's rank in
+  // `from_epoch`, -1 for a newcomer): the members' heartbeats are judged
+  // every round, and one found dead ends the attempt for every member
+  // (formingMemberLost). Again with the same world and epoch: the member
+  // list is replaced (a grow learns its newcomers once all claimed).
+  void watchForming(const std::string& world, uint64_t epoch, int rank, std::vector<std::string> members,
+                    uint64_t from_epoch, std::vector<int> old_rank_of);
+  void unwatchForming(const std::string& world, uint64_t epoch);
+  // A member of such an attempt is gone (the transport or the heartbeats
+  // say so): a break notice on its behalf ends the attempt, waking every
+  // member still forming it, and names its old rank among the old epoch's
+  // blamed ranks, so that the next shrink with no list excludes it too.
+  void formingMemberLost(const std::string& world, uint64_t epoch, int rank, int size, int lost_rank,
+                         uint64_t from_epoch, int lost_old_rank, const std::string& why);
   bool storeUp() const { return link_.up(); }
   // What `multiworld status` shows of this member's data paths, asked for
   // each round and written next to the heartbeat when it changed (and
@@ -82,12 +97,26 @@ class Watchdog {
     bool settled = false;
   };
 
+  struct Forming {
+    std::string world;
+    uint64_t epoch = 0;
+    int rank = 0;
+    std::vector<std::string> members;
+    uint64_t from_epoch = 0;
+    std::vector<int> old_rank_of;
+    bool settled = false;  // a member was found dead: told once
+  };
+
   void run();
+  // A shrink's exclusion notice: breaks this member's world when it is
+  // one of the excluded.
+  void handleExclusion(const ExclusionNotice& n);
   void connect();
   void tick();
   void judgeMarkers(const std::vector<Watched>& worlds, const std::vector<std::optional<std::string>>& markers);
-  void judgeBeats(const std::vector<Watched>& worlds, const std::set<std::string>& peers,
-                  const std::vector<std::optional<std::string>>& beats, Clock::time_point now);
+  void judgeBeats(const std::vector<Watched>& worlds, const std::vector<Forming>& forming,
+                  const std::set<std::string>& peers, const std::vector<std::optional<std::string>>& beats,
+                  Clock::time_point now);
   void handleNotice(const std::string& payload);
   void breakWorlds(const std::string& name, uint64_t epoch, const BreakMarker& marker, const std::string& detail,
                    bool announce);
@@ -111,6 +140,7 @@ class Watchdog {
 
   mutable std::mutex m_;
   std::map<const World*, Watched> worlds_;
+  std::vector<Forming> forming_;
   // Members of worlds formed since the last tick, with when: forming is
   // proof of life, so the watchdog thread judges them from then on.
   std::vector<std::pair<std::string, Clock::time_point>> formed_;

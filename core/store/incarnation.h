@@ -14,6 +14,7 @@
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/store/keys.h"
+#include "core/store/lineage.h"
 #include "core/store/redis_connection.h"
 
 namespace mw {
@@ -30,12 +31,14 @@ class MovedOn : public Error {
 class Incarnation {
  public:
   // `keys` outlives this.
-  Incarnation(const Keys& keys, std::string world, uint64_t epoch, int size)
-      : keys_(keys), world_(std::move(world)), epoch_(epoch), size_(size) {}
+  Incarnation(const Keys& keys, std::string world, uint64_t epoch, int size, Lineage lineage = {})
+      : keys_(keys), world_(std::move(world)), epoch_(epoch), size_(size), lineage_(std::move(lineage)) {}
 
   const std::string& world() const { return world_; }
   uint64_t epoch() const { return epoch_; }
   int size() const { return size_; }
+  // Shrunk or grown from an earlier epoch, or formed.
+  const Lineage& lineage() const { return lineage_; }
   const Keys& keys() const { return keys_; }
   // The Redis key `suffix` of this incarnation.
   std::string key(const std::string& suffix) const { return keys_.worldEpoch(world_, epoch_, suffix); }
@@ -61,6 +64,7 @@ class Incarnation {
   const std::string world_;
   const uint64_t epoch_;
   const int size_;
+  const Lineage lineage_;
 };
 
 }  // namespace mw

@@ -143,6 +143,22 @@ std::optional<BreakNotice> parseBreakNotice(std::string_view text) {
   return BreakNotice{std::string(world), *e, std::move(*m)};
 }
 
+std::optional<ExclusionNotice> parseExclusionNotice(std::string_view text) {
+  constexpr std::string_view kHead = "!excluded\n";
+  if (text.substr(0, kHead.size()) != kHead) return std::nullopt;
+  text.remove_prefix(kHead.size());
+  std::string_view world, old_epoch, new_epoch, ranks, rest;
+  if (!cutAt(text, '\n', &world, &rest) || !cutAt(rest, '\n', &old_epoch, &text) ||
+      !cutAt(text, '\n', &new_epoch, &ranks)) {
+    return std::nullopt;
+  }
+  if (!isValidName(std::string(world.substr(0, 129)), 128)) return std::nullopt;
+  auto o = parseEpoch(old_epoch);
+  auto n = parseEpoch(new_epoch);
+  if (!o || !n || *n <= *o || ranks.size() > 1024) return std::nullopt;
+  return ExclusionNotice{std::string(world), *o, *n, std::string(ranks)};
+}
+
 std::optional<JoinReply> parseJoinReply(const std::vector<std::string>& elements) {
   if (elements.empty()) return std::nullopt;
   const std::string& kind = elements[0];
@@ -152,8 +168,8 @@ std::optional<JoinReply> parseJoinReply(const std::vector<std::string>& elements
     if (!e) return std::nullopt;
     r.kind = JoinReply::Kind::Ok;
     r.epoch = *e;
-  } else if (kind == "size" && elements.size() == 2) {
-    r.kind = JoinReply::Kind::SizeMismatch;
+  } else if ((kind == "size" || kind == "resizing") && elements.size() == 2) {
+    r.kind = kind == "size" ? JoinReply::Kind::SizeMismatch : JoinReply::Kind::Resizing;
     r.text = cappedText(elements[1]);
   } else if (kind == "taken" && elements.size() == 3) {
     auto e = parseEpoch(elements[2]);

@@ -69,13 +69,26 @@ std::string formatBreakNotice(const BreakNotice& n);
 std::optional<BreakMarker> parseBreakMarker(std::string_view text);
 std::optional<BreakNotice> parseBreakNotice(std::string_view text);
 
+// A shrink's exclusion notice on the same channel (written by its Lua
+// script, core/resize/resize_scripts.h):
+// "!excluded\n<world>\n<old epoch>\n<new epoch>\n<ranks, as 1,3>". It
+// starts with a '!', which no world name holds, so it is never read as a
+// break notice. The ranks are left as text (capped), for decodeRanks.
+struct ExclusionNotice {
+  std::string world;
+  uint64_t old_epoch = 0;
+  uint64_t new_epoch = 0;
+  std::string ranks;
+};
+std::optional<ExclusionNotice> parseExclusionNotice(std::string_view text);
+
 // The rendezvous join script's reply (core/store/rendezvous.cc), element by
 // element: {"ok", epoch} | {"size", message} | {"taken", holder, epoch} |
-// {"corrupt", key, field, value}.
+// {"resizing", message} | {"corrupt", key, field, value}.
 struct JoinReply {
-  enum class Kind { Ok, SizeMismatch, Taken, Corrupt } kind = Kind::Ok;
+  enum class Kind { Ok, SizeMismatch, Taken, Resizing, Corrupt } kind = Kind::Ok;
   uint64_t epoch = 0;  // Ok, Taken
-  std::string text;    // SizeMismatch: the message; Taken: the holder
+  std::string text;    // SizeMismatch, Resizing: the message; Taken: the holder
   std::string key, field, value;  // Corrupt: where, and what was found there
 };
 std::optional<JoinReply> parseJoinReply(const std::vector<std::string>& elements);

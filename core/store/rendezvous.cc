@@ -54,6 +54,30 @@ std::vector<std::string> readMembers(RedisConnection& conn, const Keys& keys, co
   return std::move(list.members);
 }
 
+// How epoch `epoch` came about, from the world's record; formed when the
+// record is of another epoch by now, or says nothing readable.
+Lineage readLineage(RedisConnection& conn, const Keys& keys, const std::string& world, uint64_t epoch) {
+  Lineage l;
+  auto reply = conn.command({"HMGET", keys.worldMeta(world), "epoch", "how", "from", "old_size", "excluded"});
+  if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 5) return l;
+  auto field = [&](size_t i) { return replyString(reply->element[i]); };
+  if (parseEpoch(field(0)) != epoch) return l;
+  auto from = parseEpoch(field(2));
+  auto old_size = parseWorldSize(field(3));
+  if (!from || !old_size || *from >= epoch) return l;
+  if (field(1) == "shrunk") {
+    l.how = Lineage::How::Shrunk;
+  } else if (field(1) == "grown") {
+    l.how = Lineage::How::Grown;
+  } else {
+    return l;
+  }
+  l.from = *from;
+  l.old_size = *old_size;
+  l.excluded = cappedText(field(4));
+  return l;
+}
+
 }  // namespace
 
 Formation Rendezvous::join(const std::string& world, int rank, int size, Deadline deadline) {
@@ -72,6 +96,8 @@ Formation Rendezvous::join(const std::string& world, int rank, int size, Deadlin
   switch (verdict->kind) {
     case JoinReply::Kind::SizeMismatch:
       throw Error(Status::InvalidArgument, "world '" + world + "': " + verdict->text);
+    case JoinReply::Kind::Resizing:
+      throw Error(Status::InvalidArgument, "world '" + world + "': " + verdict->text);
     case JoinReply::Kind::Taken:
       throw Error(Status::AlreadyExists, "world '" + world + "': rank " + std::to_string(rank) +
                                              " is already claimed by live member " + verdict->text);
@@ -80,13 +106,17 @@ Formation Rendezvous::join(const std::string& world, int rank, int size, Deadlin
     case JoinReply::Kind::Ok:
       break;
   }
-  Formation f;
-  f.epoch = verdict->epoch;
+  return awaitClaims(*conn, world, verdict->epoch, rank, size, deadline);
+}
 
+Formation Rendezvous::awaitClaims(RedisConnection& conn, const std::string& world, uint64_t epoch, int rank,
+                                  int size, Deadline deadline) {
+  Formation f;
+  f.epoch = epoch;
   // The last claim (or a size mismatch) pushes one token that releases
   // every member.
   const std::string go_key = keys_.worldEpoch(world, f.epoch, "go");
-  auto token = awaitSignal(*conn, go_key, remaining(deadline), pool_.timeout());
+  auto token = awaitSignal(conn, go_key, remaining(deadline), pool_.timeout());
   if (!token) {
     leave(world, f.epoch, rank);
     throw Error(Status::Timeout, "world '" + world + "' epoch " + std::to_string(f.epoch) +
@@ -97,9 +127,18 @@ Formation Rendezvous::join(const std::string& world, int rank, int size, Deadlin
     throw Error(Status::Store, "world '" + world + "': Redis key " + go_key + " holds '" + cappedText(*token) +
                                    "', not a rendezvous token");
   }
-  if (!go->ok) throw Error(Status::InvalidArgument, "world '" + world + "': " + go->why);
-
-  f.members = readMembers(*conn, keys_, world, f.epoch, size);
+  if (!go->ok) {
+    // A size mismatch fails the epoch (and says so); anything else ended
+    // it: a member that gave up on it or died while it formed, or a newer
+    // epoch that started.
+    if (go->why.rfind("world size mismatch", 0) == 0) {
+      throw Error(Status::InvalidArgument, "world '" + world + "': " + go->why);
+    }
+    throw Error(Status::WorldBroken, "world '" + world + "' epoch " + std::to_string(f.epoch) +
+                                         " broke before it formed: " + go->why);
+  }
+  f.members = readMembers(conn, keys_, world, f.epoch, size);
+  f.lineage = readLineage(conn, keys_, world, f.epoch);
   return f;
 }
 

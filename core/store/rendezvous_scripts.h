@@ -26,6 +26,8 @@ namespace mw::scripts {
 // 'joined' counts the valid rank fields of the member list: a new field adds
 // one, and an overwritten one (a takeover) or a count that says complete is
 // checked against the list itself, so stray fields never count.
+// A forming epoch that shrinks or grows an earlier one takes no create of
+// a rank its existing members hold ({'resizing', why}).
 inline const std::string& join() {
   static const std::string script = std::string(helpers()) + R"lua(
 local meta = KEYS[1]
@@ -82,7 +84,7 @@ if cur[3] ~= 'forming' then
   redis.call('UNLINK', base .. number(epoch) .. ':members', base .. number(epoch) .. ':go')
   redis.call('HSET', meta, 'epoch', number(epoch), 'size', ARGV[2], 'state', 'forming',
              'created_ms', ARGV[5], 'joined', '0')
-  redis.call('HDEL', meta, 'detail')
+  redis.call('HDEL', meta, 'detail', 'how', 'from', 'old_size', 'excluded')
 else
   local want = count(cur[2], 2147483647)
   if not want or want < 1 then return {'corrupt', meta, 'size', cur[2] or '(none)'} end
@@ -98,6 +100,20 @@ else
     redis.call('RPUSH', go, 'err:' .. msg)
     redis.call('PEXPIRE', go, ttl)
     return {'size', msg}
+  end
+  -- A shrink forms from its survivors only, and a grow keeps the ranks
+  -- of the world it grows for its members (core/resize/resize_scripts.h).
+  bad = overlong(meta, {'how', 'from', 'old_size'})
+  if bad then return bad end
+  local how = redis.call('HMGET', meta, 'how', 'from', 'old_size')
+  if how[1] == 'shrunk' then
+    return {'resizing', 'epoch ' .. number(epoch) .. ' is a shrink of epoch ' .. (how[2] or '?') ..
+            ': only its survivors join it, through mw_world_shrink'}
+  end
+  if how[1] == 'grown' and tonumber(rank) < (count(how[3] or '', want) or want) then
+    return {'resizing', 'epoch ' .. number(epoch) .. ' grows epoch ' .. (how[2] or '?') .. ' from ' ..
+            (how[3] or '?') .. ' members: rank ' .. rank .. ' is one of them, which join through mw_world_grow;' ..
+            ' a newcomer takes a rank from ' .. (how[3] or '?') .. ' up'}
   end
 end
 local members = base .. number(epoch) .. ':members'

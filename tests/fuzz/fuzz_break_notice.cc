@@ -1,10 +1,12 @@
-// Break notices (pub/sub) and break markers (durable keys): anyone who can
-// publish on the namespace's channel chooses these bytes.
+// Break notices and a shrink's exclusion notices (pub/sub), and break
+// markers (durable keys): anyone who can publish on the namespace's
+// channel chooses these bytes.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
 #include "core/capped_text.h"
+#include "core/resize/resize_plan.h"
 #include "core/store/redis_values.h"
 
 namespace {
@@ -34,6 +36,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!again || again->world != n->world || again->epoch != n->epoch || again->marker.peer != n->marker.peer ||
         again->marker.detail != n->marker.detail) {
       std::abort();
+    }
+  }
+  if (auto x = mw::parseExclusionNotice(text)) {
+    if (x->world.empty() || x->world.size() > 128 || x->new_epoch <= x->old_epoch || x->ranks.size() > 1024) {
+      std::abort();
+    }
+    if (auto ranks = mw::decodeRanks(x->ranks, 65536)) {
+      if (mw::encodeRanks(*ranks) != x->ranks) std::abort();
     }
   }
   return 0;

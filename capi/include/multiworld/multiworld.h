@@ -124,7 +124,9 @@ typedef enum {
  * the sum wraps modulo 2^bits like unsigned arithmetic. */
 typedef enum { MW_SUM, MW_PROD, MW_MIN, MW_MAX, MW_AVG } mw_redop_t;
 
-typedef enum { MW_WORLD_READY = 1, MW_WORLD_BROKEN = 2 } mw_world_state_t;
+/* MW_WORLD_RETIRED: a shrink or grow made its successor (mw_world_shrink);
+ * the handle only waits for mw_world_destroy. */
+typedef enum { MW_WORLD_READY = 1, MW_WORLD_BROKEN = 2, MW_WORLD_RETIRED = 3 } mw_world_state_t;
 
 typedef struct mw_config mw_config_t;
 typedef struct mw_context mw_context_t;
@@ -312,6 +314,57 @@ MW_API const char* mw_world_name(const mw_world_t* world) MW_NOEXCEPT; /* "" for
  * its creator's clock in milliseconds since 1970, each later incarnation at
  * the next number, so no number comes back while an incarnation may use it. */
 MW_API uint64_t mw_world_epoch(const mw_world_t* world) MW_NOEXCEPT;
+
+/* ---- shrink and grow ----------------------------------------------------
+ * A world changes its members in place: the result is the world's next
+ * epoch under the same name, its survivors in their old order renumbered
+ * from 0 (as ncclCommShrink numbers them), and the old handle is retired:
+ * mw_world_state says MW_WORLD_RETIRED, every operation on it fails at
+ * once with MW_ERR_INVALID_ARGUMENT naming the successor's epoch, and
+ * mw_world_destroy frees it as usual (it tells the other members nothing).
+ * What survives is kept: a UCX world's members keep their endpoints to
+ * each other (no connection is opened for them), an NCCL world shrinks
+ * its communicator with ncclCommShrink and grows it with ncclCommGrow
+ * where the loaded NCCL has them (else a new communicator forms); a Gloo
+ * world connects its pairs again.
+ *
+ * Shrink: every survivor calls mw_world_shrink with the same `exclude`
+ * list of `n` ranks (of the old numbering). exclude = NULL, n = 0 excludes
+ * exactly the members the world's break named (every rank a break notice
+ * of this epoch blamed, and members that left), fixed in Redis by the
+ * first survivor to call, so the members need no agreement of their own.
+ * The library compares the lists through Redis: a survivor whose list
+ * differs from the one the first fixed gets MW_ERR_INVALID_ARGUMENT naming
+ * both. MW_SHRINK_DEFAULT needs a ready world with no operation pending
+ * (else MW_ERR_INVALID_ARGUMENT naming the count); MW_SHRINK_ABORT first
+ * completes every pending operation with MW_ERR_CANCELLED, and is the flag
+ * for a broken world.
+ *
+ * Grow: every member calls mw_world_grow with `new_size` (it keeps its
+ * rank, and needs a ready world with nothing pending); each newcomer calls
+ * mw_world_create_with with the world's name, `new_size` and a rank from
+ * the old size up, knowing nothing else.
+ *
+ * Nobody hangs: an excluded member need not call anything (it gets
+ * MW_EVENT_WORLD_BROKEN saying it was excluded, and MW_ERR_WORLD_BROKEN if
+ * it calls mw_world_shrink); a member that dies meanwhile fails the call
+ * on the others with MW_ERR_WORLD_BROKEN, as fast as its death is noticed
+ * (at once over a UCX or NCCL world's connections, else within
+ * heartbeat_timeout_ms), and a second shrink with exclude = NULL also
+ * excludes it; a newcomer that never comes fails the grow at timeout_ms
+ * (-1: none) with MW_ERR_TIMEOUT, the old world still usable. On a failure
+ * nothing of the old world changes, except that operations cancelled by
+ * MW_SHRINK_ABORT leave it broken.
+ *
+ * Bad input is MW_ERR_INVALID_ARGUMENT naming the value, and changes
+ * nothing: a rank out of range or listed twice, excluding oneself, n < 0,
+ * a list at NULL with n > 0, an unknown flag, new_size not above the size
+ * or above max_world_size, a timeout below -1, a retired world, a NULL
+ * world or `out`. */
+typedef enum { MW_SHRINK_DEFAULT = 0, MW_SHRINK_ABORT = 1 } mw_shrink_flags_t;
+MW_API mw_status_t mw_world_shrink(mw_world_t* w, const int* exclude, int n, int flags, int timeout_ms,
+                                   mw_world_t** out) MW_NOEXCEPT;
+MW_API mw_status_t mw_world_grow(mw_world_t* w, int new_size, int timeout_ms, mw_world_t** out) MW_NOEXCEPT;
 
 /* ---- operations ---------------------------------------------------------
  * All return at once; the buffers must stay valid and unmodified until the

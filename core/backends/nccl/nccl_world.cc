@@ -69,6 +69,12 @@ Status statusOf(int plugin_status) {
 
 }  // namespace
 
+WorldSettings ncclControlSettings(const WorldSettings& world) {
+  WorldSettings control = world;
+  control.same_host_path = false;
+  return control;
+}
+
 std::unique_ptr<NcclWorld> NcclWorld::connect(std::shared_ptr<NcclThreads> threads, std::unique_ptr<UcxWorld> control,
                                               RedisPool& pool, const Incarnation& inc, int rank, int device,
                                               Deadline deadline) {

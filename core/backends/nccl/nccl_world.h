@@ -37,6 +37,10 @@ struct NcclThreads {
   NcclAborter aborter;
 };
 
+// The settings of an NCCL world's UCX control world: it carries no data,
+// so it takes no same-host rings.
+WorldSettings ncclControlSettings(const WorldSettings& world);
+
 class NcclWorld : public WorldBackend, private NcclOpOwner {
  public:
   // Rank 0's NCCL id travels through Redis under the incarnation's "n:"

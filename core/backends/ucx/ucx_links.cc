@@ -234,7 +234,12 @@ void UcxLinks::connectTo(UcxLink& link, const UcxPeerInfo& peer, int rank) {
   sendHeader(ep, kHelloId, hello, UCP_AM_SEND_FLAG_REPLY);
 }
 
-void UcxLinks::release(const std::shared_ptr<UcxLink>& link) { close(*link); }
+void UcxLinks::share(const std::shared_ptr<UcxLink>& link) { ++link->holders_; }
+
+void UcxLinks::release(const std::shared_ptr<UcxLink>& link) {
+  if (--link->holders_ > 0) return;
+  close(*link);
+}
 
 void UcxLinks::onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
   // UCX reports nothing on an endpoint once it is closed, so `arg` is

@@ -91,6 +91,7 @@ class UcxLink : public std::enable_shared_from_this<UcxLink> {
   bool failed_ = false;
   std::string failure_;
   int pid_ = 0;
+  int holders_ = 1;  // worlds that hold it (UcxLinks::share)
   UcxEngine::WatchId watch_ = 0;
   bool watched_ = false;
   uint64_t next_listener_ = 1;
@@ -126,8 +127,13 @@ class UcxLinks {
   // Throws Error(Backend) when UCX cannot make the endpoint or the peer
   // process is gone.
   std::shared_ptr<UcxLink> link(uint32_t world_id, int rank, const UcxPeerInfo& peer, int peer_rank, bool data);
-  // A world is done with `link`: its endpoints are force-closed,
-  // completing whatever is still pending on them (Cancelled).
+  // Another world holds `link` too: a shrink's or grow's successor keeps
+  // the endpoints of the members that stay (ucx_world.h), so a resize
+  // opens no connection between them.
+  void share(const std::shared_ptr<UcxLink>& link);
+  // A world is done with `link`: once no world holds it, its endpoints
+  // are force-closed, completing whatever is still pending on them
+  // (Cancelled).
   void release(const std::shared_ptr<UcxLink>& link);
 
  private:

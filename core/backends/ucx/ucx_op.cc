@@ -64,6 +64,11 @@ void UcxOp::peerDeparted(int peer) {
   }
 }
 
+bool UcxOp::holds(int peer) const {
+  return std::any_of(posted_.begin(), posted_.end(),
+                     [&](const UcxTransfer* t) { return t->in_flight && t->peer == peer; });
+}
+
 bool UcxOp::onlyGonePeersHold() const {
   return std::all_of(posted_.begin(), posted_.end(), [&](const UcxTransfer* t) { return world_->peerGone(t->peer); });
 }

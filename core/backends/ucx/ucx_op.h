@@ -60,6 +60,8 @@ class UcxOp : private UcxTransferOwner {
   const OpResult& result() const { return result_; }
   // Transfers its channels still hold.
   unsigned inFlight() const { return in_flight_; }
+  // One of them goes to or comes from `peer`.
+  bool holds(int peer) const;
   // Every transfer still held goes to a process that is gone, so its
   // buffers are no longer read or written by anyone.
   bool onlyGonePeersHold() const;

@@ -14,8 +14,9 @@ namespace mw {
 namespace {
 
 // "mwu1" had no paths; "mwu2" carried worker addresses in place of
-// listeners; "mwu3" had no network namespace or probe word.
-constexpr char kMagic[4] = {'m', 'w', 'u', '4'};
+// listeners; "mwu3" had no network namespace or probe word; "mwu4" no
+// dropped ranks.
+constexpr char kMagic[4] = {'m', 'w', 'u', '5'};
 constexpr size_t kMaxPaths = 16;
 constexpr size_t kMaxPathText = 255;
 constexpr size_t kMaxHost = 256;
@@ -150,6 +151,9 @@ std::string encodePeerInfo(const UcxPeerInfo& info) {
     put<uint16_t>(out, path.listen_port);
     put<uint16_t>(out, path.probe_port);
   }
+  const size_t dropped = std::min<size_t>(info.dropped.size(), ucxtag::kMaxRanks);
+  put<uint32_t>(out, static_cast<uint32_t>(dropped));
+  for (size_t i = 0; i < dropped; ++i) put<int32_t>(out, info.dropped[i]);
   return out;
 }
 
@@ -176,6 +180,13 @@ bool decodePeerInfo(const std::string& bytes, UcxPeerInfo& out) {
     if (!r.get(n) || n == 0 || !r.bytes(n, path.ip)) return false;
     if (!r.get(path.listen_port) || !r.get(path.probe_port)) return false;
     p.paths.push_back(std::move(path));
+  }
+  uint32_t dropped = 0;
+  if (!r.get(dropped) || dropped > static_cast<uint32_t>(ucxtag::kMaxRanks)) return false;
+  for (uint32_t i = 0; i < dropped; ++i) {
+    int32_t rank = -1;
+    if (!r.get(rank) || rank < 0 || rank >= ucxtag::kMaxRanks) return false;
+    p.dropped.push_back(rank);
   }
   if (!r.atEnd()) return false;
   p.pid = pid;

@@ -32,6 +32,10 @@ struct UcxPeerInfo {
   uint64_t probe_value = 0;
   // Its data paths, in order of preference.
   std::vector<UcxPath> paths;
+  // A shrink's or grow's successor: the ranks (new numbering) of members
+  // of the old world whose endpoints this member cannot keep (its old
+  // world closed them); the pair connects afresh (ucx_world.h).
+  std::vector<int> dropped;
 };
 
 // This process's host, pid and start time; world_id and listener unset.

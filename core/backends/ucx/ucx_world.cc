@@ -8,6 +8,8 @@
 #include "core/backends/ucx/ucx_links.h"
 #include "core/backends/ucx/ucx_op.h"
 #include "core/backends/ucx/ucx_tag.h"
+#include "core/backend_registry.h"
+#include "core/resize/resize_plan.h"
 #include "core/communicator.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -44,6 +46,12 @@ uint8_t shapeOf(const OpDesc& op) {
 std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, RedisPool& pool,
                                             const Incarnation& inc, int rank, int size,
                                             const WorldSettings& settings, Deadline deadline) {
+  return form(std::move(ucx), pool, inc, rank, size, settings, deadline, nullptr);
+}
+
+std::unique_ptr<UcxWorld> UcxWorld::form(std::shared_ptr<UcxContext> ucx, RedisPool& pool, const Incarnation& inc,
+                                         int rank, int size, const WorldSettings& settings, Deadline deadline,
+                                         const Inherited* inherited) {
   const bool path_failover = settings.path_failover;
   if (size > ucxtag::kMaxRanks) {
     throw Error(Status::Unsupported, "UCX worlds have at most " + std::to_string(ucxtag::kMaxRanks) +
@@ -63,6 +71,10 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
   self.listen_ip = ucx->links().listenIp();
   self.listen_port = ucx->links().listenPort();
   self.world_id = id;
+  for (int r = 0; inherited && r < size; ++r) {
+    const size_t i = static_cast<size_t>(r);
+    if (r != rank && inherited->old_member[i] && !inherited->links[i]) self.dropped.push_back(r);
+  }
   for (size_t i = 0; i < ucx->paths().size(); ++i) {
     // A path without a worker's port makes every member decide against
     // failover below.
@@ -105,9 +117,21 @@ std::unique_ptr<UcxWorld> UcxWorld::connect(std::shared_ptr<UcxContext> ucx, Red
       Peer& p = w->peers_[static_cast<size_t>(r)];
       const UcxPeerInfo& info = infos[static_cast<size_t>(r)];
       p.world_id = info.world_id;
-      p.link = ucx->links().link(id, rank, info, r, !w->failover_);
+      // A pair keeps its link when neither end dropped it.
+      std::shared_ptr<UcxLink> kept = inherited && !w->failover_ ? inherited->links[static_cast<size_t>(r)] : nullptr;
+      if (kept && std::find(info.dropped.begin(), info.dropped.end(), rank) != info.dropped.end()) kept = nullptr;
+      if (kept) {
+        ucx->links().share(kept);
+        p.link = std::move(kept);
+        p.kept = true;
+      } else {
+        p.link = ucx->links().link(id, rank, info, r, !w->failover_);
+      }
       if (w->failover_) w->failover_->connect(r, info.world_id, self.paths, info.paths);
       w->probeSameHost(r, self, info, on_paths);
+      // Over a kept link the hello is also a fence: nothing of the old
+      // world comes from the peer after it.
+      if (p.kept && r != rank) p.same_host_hello = true;
     }
   });
   // The endpoints of lower ranks arrive as they connect.
@@ -158,7 +182,8 @@ bool UcxWorld::moveTo(UcxWorldState next) {
 }
 
 bool UcxWorld::aborted() const {
-  return state_ == UcxWorldState::Aborted || state_ == UcxWorldState::Stopping || state_ == UcxWorldState::Closed;
+  return state_ == UcxWorldState::Aborted || state_ == UcxWorldState::Stopping || state_ == UcxWorldState::Closed ||
+         state_ == UcxWorldState::Retired;
 }
 
 void UcxWorld::start(World& world) {
@@ -344,6 +369,19 @@ void UcxWorld::goodbyeFrom(int peer) {
   });
 }
 
+void UcxWorld::brokenAt(int peer, int blamed) {
+  if (!world_ || aborted()) return;
+  const int named = blamed >= 0 && blamed < size() ? blamed : -1;
+  // Inside a UCX callback: breaking (and closing channels) waits. The
+  // member that saw the fault announces it; this one only heard.
+  ucx_->engine()->defer([w = world_->shared_from_this(), peer, named] {
+    w->breakWorld(named,
+                  "rank " + std::to_string(peer) + " reported the world broken" +
+                      (named >= 0 ? ", blaming rank " + std::to_string(named) : std::string()),
+                  false);
+  });
+}
+
 void UcxWorld::peerDeparted(int peer) {
   // It reads nothing more: sends waiting for it end now.
   channel(peer).peerGone();
@@ -382,8 +420,9 @@ void UcxWorld::abortAll() {
     op->abort();
   }
   // A break (not a destroy): the world's channels close now, which
-  // completes what is pending on them.
-  if (broken) closeChannels();
+  // completes what is pending on them; the links that nothing holds stay
+  // for a shrink.
+  if (broken) closeChannels(true);
   abandonWhatOnlyGonePeersHold();
 }
 
@@ -402,21 +441,53 @@ void UcxWorld::abandonWhatOnlyGonePeersHold() {
   }
 }
 
-void UcxWorld::closeChannels() {
-  for (Peer& p : peers_) {
-    if (p.channel) p.channel->close();
+bool UcxWorld::keepable(int peer) const {
+  const Peer& p = peers_[static_cast<size_t>(peer)];
+  if (failover_ || p.released || !p.link || p.link->failed() || departed(peer)) return false;
+  return std::none_of(pending_.begin(), pending_.end(), [&](const auto& e) { return e.second->holds(peer); });
+}
+
+void UcxWorld::releaseLink(Peer& p) {
+  if (p.released || !p.link) return;
+  p.released = true;
+  if (p.listening) p.link->unlisten(p.listener);
+  p.listening = false;
+  ucx_->links().release(p.link);
+}
+
+void UcxWorld::closeChannels(bool park) {
+  // Which links stay is settled before the channels close, which ends
+  // what was in flight on them.
+  std::vector<bool> keep(peers_.size(), false);
+  for (size_t r = 0; park && r < peers_.size(); ++r) keep[r] = keepable(static_cast<int>(r));
+  // Told after everything sent; a member whose world is being resized
+  // keeps quiet toward the successor's links.
+  const bool tell = park && world_ && world_->breakAnnounced() && !world_->resizing();
+  const int blamed = world_ ? world_->blamedRank() : -1;
+  for (size_t r = 0; r < peers_.size(); ++r) {
+    Peer& p = peers_[r];
+    if (!p.channel) continue;
+    if (keep[r] && tell) p.channel->sayBroken(blamed);
+    p.channel->close();
   }
   if (failover_) failover_->close();
   // The few collective messages that came ahead of their operation: the
   // search by mask walks every message that waits, of every world, so it
-  // only mops up. Nothing arrives once the endpoints are closed: every
-  // endpoint is this world's own.
-  if (!failover_) dropTagged(engine().worker(), ucxtag::make(world_id_, 0, 0), ucxtag::kWorldMask);
-  for (Peer& p : peers_) {
-    if (p.listening) p.link->unlisten(p.listener);
-    p.listening = false;
-    if (p.link) ucx_->links().release(p.link);
+  // only mops up. Once its endpoints are closed nothing arrives for the
+  // world (every endpoint is its own); over a link kept after a break it
+  // may, until the link goes or a successor's hello came over it.
+  const uint64_t mine = ucxtag::make(world_id_, 0, 0);
+  if (!failover_) dropTagged(engine().worker(), mine, ucxtag::kWorldMask);
+  for (size_t r = 0; r < peers_.size(); ++r) {
+    Peer& p = peers_[r];
+    if (keep[r]) {
+      parked_ = true;
+      continue;
+    }
+    releaseLink(p);
   }
+  // Links parked by the break go now: what came over them meanwhile too.
+  if (!park && parked_ && !failover_) dropTagged(engine().worker(), mine, ucxtag::kWorldMask);
 }
 
 bool UcxWorld::flushed() const {
@@ -442,7 +513,9 @@ void UcxWorld::abandon(UcxOp* op) {
 void UcxWorld::stop() noexcept {
   UcxEngine& engine = *ucx_->engine();
   const bool first = engine.call([this] {
-    if (state_ == UcxWorldState::Stopping || state_ == UcxWorldState::Closed) return false;
+    if (state_ == UcxWorldState::Stopping || state_ == UcxWorldState::Closed || state_ == UcxWorldState::Retired) {
+      return false;
+    }
     if (!moveTo(UcxWorldState::Stopping)) return false;
     if (op_timer_) ucx_->engine()->cancel(op_timer_);
     op_timer_ = 0;
@@ -463,6 +536,10 @@ void UcxWorld::stop() noexcept {
 
 void UcxWorld::close() {
   moveTo(UcxWorldState::Closed);
+  letGo();
+}
+
+void UcxWorld::letGo() {
   // Closing completes what is still pending on the channels (Cancelled);
   // what a peer that is gone holds completes with it.
   closeChannels();
@@ -471,6 +548,81 @@ void UcxWorld::close() {
   if (world_) ucx_->forgetSameHost(world_->name());
   ucx_->links().forget(world_id_);
   ucx_->releaseWorldId(world_id_);
+}
+
+// ------------------------------------------------------------- resize
+
+std::unique_ptr<UcxWorld> UcxWorld::resized(const ResizePlan& plan, RedisPool& pool, const Incarnation& next,
+                                            const WorldSettings& settings, Deadline deadline) {
+  Inherited inherited;
+  const bool keeps = ucx_->engine()->call([&] {
+    if (failover_) return false;
+    inherited.links.assign(static_cast<size_t>(plan.new_size), nullptr);
+    inherited.old_member.assign(static_cast<size_t>(plan.new_size), false);
+    for (int old = 0; old < plan.old_size && old < size(); ++old) {
+      if (!plan.kept(old)) continue;
+      const size_t r = static_cast<size_t>(plan.new_rank_of[static_cast<size_t>(old)]);
+      inherited.old_member[r] = true;
+      if (keepable(old)) inherited.links[r] = peers_[static_cast<size_t>(old)].link;
+    }
+    return true;
+  });
+  if (!keeps) return nullptr;
+  return form(ucx_, pool, next, plan.new_rank, plan.new_size, settings, deadline, &inherited);
+}
+
+std::unique_ptr<WorldBackend> UcxWorld::shrink(const ResizePlan& plan, BackendServices& services,
+                                               const Incarnation& next, const WorldSpec&,
+                                               const WorldSettings& settings, Deadline deadline) {
+  return resized(plan, services.pool(), next, settings, deadline);
+}
+
+std::unique_ptr<WorldBackend> UcxWorld::grow(const ResizePlan& plan, BackendServices& services,
+                                             const Incarnation& next, const WorldSpec&, const WorldSettings& settings,
+                                             Deadline deadline) {
+  return resized(plan, services.pool(), next, settings, deadline);
+}
+
+void UcxWorld::watchMembers(std::function<void(int peer, const std::string& why)> lost) {
+  auto shared = std::make_shared<std::function<void(int, const std::string&)>>(std::move(lost));
+  ucx_->engine()->call([&] {
+    for (int r = 0; r < size(); ++r) {
+      Peer& p = peers_[static_cast<size_t>(r)];
+      if (r == rank_ || p.released || !p.link) continue;
+      if (p.link->failed()) {
+        (*shared)(r, p.link->failure());
+        continue;
+      }
+      member_watch_.emplace_back(p.link, p.link->listen([shared, r](const std::string& why) { (*shared)(r, why); }));
+    }
+  });
+}
+
+void UcxWorld::unwatchMembers() noexcept {
+  ucx_->engine()->call([this] {
+    for (auto& [link, id] : member_watch_) link->unlisten(id);
+    member_watch_.clear();
+  });
+}
+
+void UcxWorld::retire(WorldBackend*) noexcept {
+  // The successor shares the links it keeps (UcxLinks::share): releasing
+  // them here leaves them open. Every member that stays said its hello
+  // over its link before the successor formed, so what of this world
+  // still arrives is in, and goes with the world's id.
+  ucx_->engine()->call([this] {
+    if (!moveTo(UcxWorldState::Retired)) return;
+    if (op_timer_) ucx_->engine()->cancel(op_timer_);
+    op_timer_ = 0;
+    if (blame_timer_) ucx_->engine()->cancel(blame_timer_);
+    blame_timer_ = 0;
+    for (auto [req, op] : pendingNow()) {
+      if (!stillPending(req, op)) continue;
+      UcxOp::Entry entry(*op);
+      op->abort();
+    }
+    letGo();
+  });
 }
 
 }  // namespace mw

@@ -9,6 +9,17 @@
 // endpoints and completes every request once UCX has let go of its
 // buffers.
 //
+// A break (not a destroy) keeps the endpoints to the members that live on
+// and hold nothing of the world's in flight, and tells each of them over
+// its endpoint (a control word after everything sent, naming whom it
+// blames); the rest close at once. So a shrink after a break opens no
+// connection between its survivors: its successor world takes over their
+// endpoints (UcxLinks::share) and says a hello over each, after which
+// nothing of the old world comes from that member; the old world then
+// retires: its channels close, what still arrived for it is dropped and
+// its world id is released. Worlds on rails keep nothing: their successors
+// connect afresh.
+//
 // A member that leaves (mw_world_destroy) sends each peer a goodbye after
 // everything else it sent. The world breaks there, but the operations in
 // flight go on with what already arrived: only those that need more from
@@ -40,6 +51,7 @@ class RedisPool;
 class UcxFailover;
 class UcxLink;
 class UcxOp;
+struct ResizePlan;
 struct UcxPeerInfo;
 
 class UcxWorld : public WorldBackend, private UcxChannelHost {
@@ -64,6 +76,21 @@ class UcxWorld : public WorldBackend, private UcxChannelHost {
   void abort() noexcept override;
   void stop() noexcept override;
   std::shared_ptr<ProgressDriver> driver() override { return ucx_->engine(); }
+  std::unique_ptr<WorldBackend> shrink(const ResizePlan& plan, BackendServices& services, const Incarnation& next,
+                                       const WorldSpec& spec, const WorldSettings& settings,
+                                       Deadline deadline) override;
+  std::unique_ptr<WorldBackend> grow(const ResizePlan& plan, BackendServices& services, const Incarnation& next,
+                                     const WorldSpec& spec, const WorldSettings& settings, Deadline deadline) override;
+  void retire(WorldBackend* successor) noexcept override;
+  void watchMembers(std::function<void(int peer, const std::string& why)> lost) override;
+  void unwatchMembers() noexcept override;
+
+  // The successor of a shrink or grow (`plan`) under `next`, keeping the
+  // endpoints of the members that stay where both ends can (shrink() and
+  // grow(); also an NCCL world's control world). Null on rails, which
+  // keep nothing. Throws as connect() does.
+  std::unique_ptr<UcxWorld> resized(const ResizePlan& plan, RedisPool& pool, const Incarnation& next,
+                                    const WorldSettings& settings, Deadline deadline);
 
   // For the operations (on the engine's owner).
   int rank() const { return rank_; }
@@ -103,9 +130,23 @@ class UcxWorld : public WorldBackend, private UcxChannelHost {
     bool reads = false;  // this member may read the peer, then does: it took the peer's ring
     std::string same_host_refusal;  // why a peer of this host is not read
     std::unique_ptr<samehost::RingPair> ring;  // the one offered, until its channel takes it
+    bool on_host = false;   // a member of this host by the records
+    bool kept = false;      // its link came from the world this one resized
+    bool released = false;  // this world let go of its link
+  };
+  // What a resize's successor takes from the world it resizes: by new
+  // rank, the link it may keep (null: a newcomer, or a member whose link
+  // the old world closed).
+  struct Inherited {
+    std::vector<std::shared_ptr<UcxLink>> links;
+    std::vector<bool> old_member;
   };
 
   UcxWorld(std::shared_ptr<UcxContext> ucx, int rank, uint32_t world_id);
+  // connect(), and a resize's successor with `inherited` links.
+  static std::unique_ptr<UcxWorld> form(std::shared_ptr<UcxContext> ucx, RedisPool& pool, const Incarnation& inc,
+                                        int rank, int size, const WorldSettings& settings, Deadline deadline,
+                                        const Inherited* inherited);
   // The lifecycle's one way to change (ucx_world_state.h); false, logged,
   // for a move the table does not allow.
   bool moveTo(UcxWorldState next);
@@ -113,6 +154,9 @@ class UcxWorld : public WorldBackend, private UcxChannelHost {
   void listen();
   void begin(const OpDesc& op, const std::shared_ptr<Request>& r);
   void close();
+  // What close() and retire() share: channels and links go (but those a
+  // successor shares), then the world's id.
+  void letGo();
   void startFailover();
   // Formation: whether this member reads `peer` (connect); the hellos
   // that settle which directions take rings, and each peer's channel
@@ -125,6 +169,7 @@ class UcxWorld : public WorldBackend, private UcxChannelHost {
   // the log (start).
   void reportSameHost();
   void goodbyeFrom(int peer) override;
+  void brokenAt(int peer, int blamed) override;
   void peerDeparted(int peer);
   void abortAll();
   void onLinkFailed(int peer, const std::string& why);
@@ -133,7 +178,12 @@ class UcxWorld : public WorldBackend, private UcxChannelHost {
   void breakBlaming(int peer, const std::string& detail);
   bool flushed() const;  // every goodbye and waiting send has left
   // Channels and endpoints close; what arrived and nobody took is dropped.
-  void closeChannels();
+  // `park` (a break): the links of members that live on and hold nothing
+  // in flight stay, each told of the break, for a shrink to keep.
+  void closeChannels(bool park = false);
+  // Nothing of `peer`'s is in flight here, and its link is up.
+  bool keepable(int peer) const;
+  void releaseLink(Peer& p);
   void abandon(UcxOp* op);
   void armOpTimer(Clock::time_point when);
   void onOpTimer();
@@ -161,6 +211,9 @@ class UcxWorld : public WorldBackend, private UcxChannelHost {
   UcxEngine::TimerId op_timer_ = 0;  // 0: none armed
   UcxEngine::TimerId blame_timer_ = 0;  // onLinkFailed's wait for a live peer's notice
   bool departing_ = false;  // abort() from a departure: fail only what needs the member
+  bool parked_ = false;     // a break kept links for a shrink
+  // watchMembers(): a listener on each link, while a resize runs.
+  std::vector<std::pair<std::shared_ptr<UcxLink>, uint64_t>> member_watch_;
   std::string failing_;     // Failing: the transport failure that started it
 };
 

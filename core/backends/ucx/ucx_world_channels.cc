@@ -9,7 +9,9 @@
 // says so in its same-host hello; a member takes the peer's ring only when
 // it may, so a refusal in one direction keeps that direction on TCP.
 // Worlds on two or more paths (rails) never take this path: a cut link
-// must never be hidden.
+// must never be hidden. A resize's successor also says hello over every
+// link it kept from the world it resized, wherever the peer runs: the
+// hello is its fence (ucx_world.h).
 //
 // Everything here runs on the engine's owner.
 #include <algorithm>
@@ -39,6 +41,7 @@ void UcxWorld::probeSameHost(int peer, const UcxPeerInfo& self, const UcxPeerInf
   if (peer == rank_ || on_paths || info.host != self.host) return;
   if (info.net_namespace.empty() || info.net_namespace != self.net_namespace) return;  // another host, as the network sees it
   if (self.paths.size() >= 2 || info.paths.size() >= 2) return;  // rails: a cut link must show
+  p.on_host = true;
   p.same_host_hello = true;  // the peer decides alike from the same records
   if (!same_host_) return;
   if (!p.link->watched()) {
@@ -58,7 +61,7 @@ void UcxWorld::sendSameHostHellos() {
     if (!p.same_host_hello) continue;
     // The ring this member would write; what the peer answers decides.
     std::unique_ptr<samehost::RingPair> ring;
-    if (same_host_) ring = std::make_unique<samehost::RingPair>(kRingBytes);  // throws, naming the call
+    if (same_host_ && p.on_host) ring = std::make_unique<samehost::RingPair>(kRingBytes);  // throws, naming the call
     hellos_->send(r, p.link->ep(), ucxtag::make(p.world_id, rank_, ucxtag::kSameHost),
                   ucxtag::make(world_id_, r, ucxtag::kSameHost), p.reads, ring.get());
     p.ring = std::move(ring);

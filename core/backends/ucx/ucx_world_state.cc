@@ -19,6 +19,8 @@ constexpr unsigned kEnteredFrom[] = {
     bit(UcxWorldState::Aborted),
     // Closed: a stopped world, or one that never started.
     bit(UcxWorldState::Stopping) | bit(UcxWorldState::Connecting),
+    // Retired: a world that started and was not destroyed, broken or not.
+    bit(UcxWorldState::Running) | bit(UcxWorldState::Failing) | bit(UcxWorldState::Aborted),
 };
 
 }  // namespace
@@ -37,6 +39,8 @@ const char* worldStateName(UcxWorldState s) {
       return "stopping";
     case UcxWorldState::Closed:
       return "closed";
+    case UcxWorldState::Retired:
+      return "retired";
   }
   return "unknown";
 }

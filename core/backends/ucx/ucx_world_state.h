@@ -26,6 +26,10 @@ enum class UcxWorldState : uint8_t {
   Stopping,
   // Channels and endpoints closed; only what UCX still holds calls back.
   Closed,
+  // A shrink or grow formed its successor, which holds the endpoints of
+  // the members that stay: this world's channels are closed and the rest
+  // of its endpoints released, as in Closed, and nobody was told goodbye.
+  Retired,
 };
 
 const char* worldStateName(UcxWorldState s);

@@ -66,6 +66,8 @@ class RingChannel : public UcxChannel {
   void abandon(UcxTransfer& t) override;
   void peerGone() override;
   void sayGoodbye() override;
+  // On the tagged endpoint, which a broken world keeps; the rings go.
+  void sayBroken(int blamed) override { tag_->sayBroken(blamed); }
   bool flushed() const override;
   void stopListening() override { tag_->stopListening(); }
   void close() override;

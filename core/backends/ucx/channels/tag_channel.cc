@@ -202,6 +202,11 @@ void TagChannel::sayGoodbye() {
   if (UCS_PTR_IS_PTR(flush)) ++flushing_;
 }
 
+void TagChannel::sayBroken(int blamed) {
+  if (peer_ == rank_) return;
+  sendWord(ucxcontrol::kBroken | static_cast<uint64_t>(blamed + 1));
+}
+
 void dropTagged(ucp_worker_h worker, uint64_t tag, uint64_t mask) {
   ucp_tag_recv_info_t info;
   while (ucp_tag_message_h message = ucp_tag_probe_nb(worker, tag, mask, 1, &info)) {

@@ -33,6 +33,7 @@ class TagChannel : public UcxChannel {
   void abandon(UcxTransfer& t) override;
   void peerGone() override {}
   void sayGoodbye() override;
+  void sayBroken(int blamed) override;
   bool flushed() const override { return flushing_ == 0; }
   void stopListening() override;
   void close() override;

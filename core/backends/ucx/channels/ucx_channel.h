@@ -30,6 +30,8 @@ class UcxChannelHost {
   virtual void transportFailed(int peer, const std::string& detail) = 0;
   // `peer` left the world: its goodbye came after everything it sent.
   virtual void goodbyeFrom(int peer) = 0;
+  // The world broke at `peer`, blaming `blamed` (-1: unknown).
+  virtual void brokenAt(int peer, int blamed) = 0;
 
  protected:
   ~UcxChannelHost() = default;
@@ -70,6 +72,10 @@ class UcxChannel {
   virtual void peerGone() = 0;
   // After everything sent so far: tells the peer this member left.
   virtual void sayGoodbye() = 0;
+  // Tells the peer the world broke here, blaming `blamed`, over an
+  // endpoint that stays open (a broken world keeps it for a shrink). A
+  // channel whose world closes its endpoints on a break says nothing.
+  virtual void sayBroken(int blamed) { (void)blamed; }
   // The goodbye and every send that waited have left.
   virtual bool flushed() const = 0;
   // The world broke: the peer's control words are no longer awaited.
