@@ -10,6 +10,7 @@
 //   mw_bench allreduce [--backend ucx|gloo] [--json FILE] [--iters N] [--rounds R] [--min-bytes B]
 //                      [--max-bytes B] [--redis URL]
 //   mw_bench create [--backend ucx|gloo] [--trials N] [--json FILE]
+//   mw_bench resize [--backend ucx|gloo] [--trials N] [--members LIST] [--json FILE] [--redis URL]
 //   mw_bench control [--backend ucx|gloo] [--seconds S] [--json FILE]
 //   mw_bench poll [--backend ucx|gloo] [--iters N] [--json FILE] [--redis URL]
 //   mw_bench fanin [--backend ucx|gloo] [--iters N] [--max-senders K] [--json FILE] [--redis URL]
@@ -86,6 +87,13 @@ const char kUsage[] =
     "  --trials N      sequential creates per world size (2 and 8) (default 30); the concurrent case\n"
     "                  (64 worlds by 2 processes at once) runs max(3, N/6) times. Always uses a private\n"
     "                  redis-server on TCP 127.0.0.1, shared by ours and raw\n"
+    "usage: mw_bench resize [--backend B] [--trials N] [--members LIST] [--json FILE] [--redis URL]\n"
+    "  a world of this host's processes shrinks after a member is killed (SIGKILL) and grows by one, against\n"
+    "  destroying and creating it again under its name (shrink) or creating a world of the new size (grow), each\n"
+    "  with its first allreduce: UCX at 4, 16 and 64 members with same_host_path auto and off, Gloo at 4 and 16\n"
+    "  (--backend: only that backend's; --members LIST, comma-separated: only those sizes). --trials N (default\n"
+    "  20) alternates the two ways. JSON rows: backend, same_host_path, members, kind, resize_ms_p50,\n"
+    "  resize_ms_p99, recreate_ms_p50, ratio\n"
     "usage: mw_bench control [--backend B] [--seconds S] [--json FILE]\n"
     "  the control plane's load on Redis at the default heartbeat settings: Redis commands/s per member and the\n"
     "  heartbeat round trip for 1, 4, 100 and 1000 simulated members (the watchdog's own rounds, each member in\n"
@@ -196,7 +204,7 @@ int mwbench::benchMain(int argc, char** argv) {
   const std::string suite = argv[1];
   if (suite != "p2p" && suite != "faults" && suite != "falsebreaks" && suite != "allreduce" && suite != "create" &&
       suite != "control" && suite != "poll" && suite != "fanin" && suite != "failover" && suite != "nccl" &&
-      suite != "soak") {
+      suite != "soak" && suite != "resize") {
     std::fprintf(stderr, "mw_bench: unknown suite '%s'\n%s", argv[1], kUsage);
     return 2;
   }
@@ -243,6 +251,8 @@ int mwbench::benchMain(int argc, char** argv) {
               arg == "--heartbeat-timeout-ms";
     } else if (suite == "create") {
       known = arg == "--json" || arg == "--trials" || arg == "--backend";
+    } else if (suite == "resize") {
+      known = known || arg == "--trials" || arg == "--members";
     } else if (suite == "control") {
       known = arg == "--json" || arg == "--seconds" || arg == "--backend";
     } else if (suite == "poll") {
@@ -275,6 +285,7 @@ int mwbench::benchMain(int argc, char** argv) {
     } else if (arg == "--backend") {
       good = value == "ucx" || value == "gloo";
       opt.ucx = value == "ucx";
+      opt.backend_given = true;
     } else if (arg == "--spin-us") {
       std::size_t spin = 0;
       good = parseCount(value, false, &spin) && spin <= 1000000;
@@ -334,6 +345,10 @@ int mwbench::benchMain(int argc, char** argv) {
                          return mwbench::soak::faultFromName(f, &kind);
                        },
                        &opt.faults);
+    } else if (arg == "--members") {
+      std::vector<std::string> sizes;
+      good = parseList(value, [](const std::string& m) { return m == "4" || m == "16" || m == "64"; }, &sizes);
+      for (const std::string& m : sizes) opt.members.push_back(std::stoi(m));
     } else if (arg == "--max-senders") {
       good = parseCount(value, false, &opt.max_senders) && opt.max_senders > 0 && opt.max_senders <= 64;
     } else if (arg == "--device") {
@@ -355,6 +370,10 @@ int mwbench::benchMain(int argc, char** argv) {
     return mwbench::runCreateSuite(opt);
   }
   if (suite == "control") return mwbench::runControlSuite(opt);
+  if (suite == "resize") {
+    if (!trials_given) opt.trials = 20;
+    return mwbench::runResizeSuite(opt);
+  }
   if (suite == "falsebreaks") {
     if (!trials_given) opt.trials = 3;
     return mwbench::runFalseBreaksSuite(opt);

@@ -20,6 +20,7 @@ struct BenchOptions {
   std::size_t max_senders = 32;     // --max-senders K (fanin): largest sender count run
   int device = 0;                   // --device N (nccl): the CUDA device
   bool ucx = true;                  // --backend ucx|gloo: OURS' host backend (all but nccl)
+  bool backend_given = false;       // resize: without --backend it runs both
   int spin_us = -1;                 // --spin-us N: OURS' spin_us (p2p, poll, fanin, allreduce); -1 = default
   // --heartbeat-interval-ms N, --heartbeat-timeout-ms N (faults, falsebreaks):
   // the contexts' heartbeat settings; 0 = the library's default.
@@ -35,6 +36,7 @@ struct BenchOptions {
   int processes = 6;
   int rails = 2;
   std::vector<std::string> faults;
+  std::vector<int> members;         // --members LIST (resize): of its world sizes; empty = all
   std::string redis_url;            // --redis URL; p2p: else MW_REDIS_URL; else a private redis-server
   std::string command;              // the command line, for the report header
 };

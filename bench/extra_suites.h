@@ -16,6 +16,11 @@ int runAllreduceSuite(const BenchOptions& opt);
 // each) and 64 worlds created at once by 2 processes; raw = connectFullMesh
 // over a RedisStore on the same redis-server.
 int runCreateSuite(const BenchOptions& opt);
+// Shrink after a kill and grow by one, against destroy + create under the
+// same name (shrink) or a create of the new size (grow), each with its first
+// allreduce: UCX at 4, 16 and 64 members with same_host_path auto and off,
+// Gloo at 4 and 16 (bench/resize_suite.cc).
+int runResizeSuite(const BenchOptions& opt);
 // The control plane's load on Redis: commands/s per member and the
 // heartbeat round trip for 1, 4, 100 and 1000 simulated members at the
 // default heartbeat settings, Redis's capacity for that load, and the

@@ -246,8 +246,14 @@ World* Context::shrinkWorld(World* w, const int* exclude, int n, int flags, int 
   const std::string name = old->name();
   const uint64_t epoch = old->epoch();
   const int size = old->size(), rank = old->rank();
+  // MW_SHRINK_DEFAULT of a broken world: the list decides (its break must
+  // be one of the members it excludes). Read once the world can no longer
+  // change on its own: beginResize() in resize() stops issues, not breaks,
+  // so the claim checks what broke it by then.
   return resize(old, flags == 1, "shrink", timeout_ms, [&](ResizeRendezvous& rv, Deadline deadline) {
-    return rv.claimShrink(name, epoch, size, rank, proposal, seen, deadline);
+    std::optional<int> broken_by;
+    if (flags == 0 && old->state() == WorldState::Broken) broken_by = old->blamedRank();
+    return rv.claimShrink(name, epoch, size, rank, proposal, seen, broken_by, deadline);
   });
 }
 

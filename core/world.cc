@@ -43,11 +43,6 @@ bool World::breakAnnounced() const {
   return broken_announced_;
 }
 
-bool World::resizing() const {
-  std::lock_guard<std::mutex> lock(m_);
-  return resizing_;
-}
-
 void World::beginResize(bool cancel_pending, const char* verb) {
   std::lock_guard<std::mutex> issue(issue_m_);
   bool cancel = false;
@@ -59,15 +54,15 @@ void World::beginResize(bool cancel_pending, const char* verb) {
       throw Error(Status::InvalidArgument, world + " was already retired by a " + resize_verb_ + " into epoch " +
                                                std::to_string(successor_epoch_) + ": " + verb + " that world instead");
     }
-    if (resizing_) {
+    if (resizing_.load()) {
       throw Error(Status::InvalidArgument, world + ": a " + resize_verb_ + " of it is already under way");
     }
-    if (!cancel_pending && state_ == WorldState::Broken) {
+    // A DEFAULT shrink of a broken world goes on only where the agreed
+    // list excludes the member its break named (ResizeRendezvous).
+    if (!cancel_pending && state_ == WorldState::Broken && std::string(verb) == "grow") {
       throw Error(Status::InvalidArgument,
-                  world + " is broken (" + broken_detail_ + "): " +
-                      (std::string(verb) == "grow" ? "a broken world cannot grow; shrink it with MW_SHRINK_ABORT"
-                                                   : "MW_SHRINK_DEFAULT needs a ready world; MW_SHRINK_ABORT "
-                                                     "shrinks a broken one"));
+                  world + " is broken (" + broken_detail_ + "): a broken world cannot grow; shrink it with "
+                  "MW_SHRINK_ABORT");
     }
     const int pending = pending_.load();
     if (!cancel_pending && pending > 0) {
@@ -115,7 +110,7 @@ Request* World::submit(const OpDesc& desc, uint64_t user_data) {
   const OpDesc op = canonicalOp(desc);
   validateOp(op, id_.rank, id_.size);
   std::lock_guard<std::mutex> issue(issue_m_);
-  if (resizing()) {
+  if (resizing_.load()) {
     throw Error(Status::InvalidArgument, "world '" + id_.name + "' epoch " + std::to_string(id_.epoch) +
                                              " is being shrunk or grown: nothing is issued on it until that returns");
   }

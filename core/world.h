@@ -107,7 +107,8 @@ class World : public std::enable_shared_from_this<World> {
   // A shrink or grow of this world starts: nothing may be issued on it
   // until it ends. Throws Error(InvalidArgument) naming why not: a world
   // destroyed, retired or resized already, or, unless `cancel_pending`,
-  // one that is broken or has operations pending (naming their count).
+  // one that has operations pending (naming their count), and a grow of
+  // a broken world.
   // With `cancel_pending` (MW_SHRINK_ABORT), what is pending completes
   // with Cancelled first; the world then cannot run operations again.
   void beginResize(bool cancel_pending, const char* verb);
@@ -118,7 +119,7 @@ class World : public std::enable_shared_from_this<World> {
   // hands it what the successor keeps (WorldBackend::retire) and the
   // handle is retired.
   void retire(uint64_t successor_epoch, const char* verb, WorldBackend* successor);
-  bool resizing() const;
+  bool resizing() const { return resizing_.load(); }
   WorldBackend& backend() const { return *backend_; }
 
  private:
@@ -135,7 +136,9 @@ class World : public std::enable_shared_from_this<World> {
   int broken_peer_ = -1;
   bool broken_announced_ = false;
   bool stopped_ = false;
-  bool resizing_ = false;   // a shrink or grow is under way: nothing is issued
+  // A shrink or grow is under way: nothing is issued. Written under
+  // issue_m_ and m_; submit() reads it under issue_m_ alone.
+  std::atomic<bool> resizing_{false};
   bool cancelling_ = false;  // and it cancelled what was pending
   const char* resize_verb_ = "shrink";
   uint64_t successor_epoch_ = 0;  // once retired

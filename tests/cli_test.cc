@@ -37,6 +37,7 @@ const std::string kCli = MW_CLI_PATH;
 
 struct Flags {
   std::atomic<int> formed{0};
+  std::atomic<int> shrunk{0};
   std::atomic<int> broken_seen{0};
   std::atomic<int> done{0};
 };
@@ -126,6 +127,44 @@ TEST(Cli, StatusShowsMembersAndMarksBrokenWorlds) {
   // Two live members with host and pid; the killed one's heartbeat is gone
   // or going.
   EXPECT_TRUE(std::regex_search(out, std::regex(R"(live members[\s\S]*\s[0-9]+\s+[0-9]+ ms)"))) << out;
+  flags->done.store(1);
+  EXPECT_TRUE(w.join(30s) || true);  // the victim's exit code is SIGKILL's
+}
+
+// A world shrunk after a kill shows its lineage: its epoch, that it was
+// shrunk, from which epoch, and whom it excluded.
+TEST(Cli, StatusShowsHowAWorldWasShrunk) {
+  mwtest::RedisServer redis;
+  mwtest::Workers w;
+  mwlab::Shared<Flags> flags;
+  auto member = [&](int rank) {
+    mw_context_t* ctx = newContext(redis.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* world = nullptr;
+    MWT_CHECK(mw_world_create(ctx, "elastic", rank, 3, mwtest::hostBackend(), 0, 20000, &world));
+    flags->formed.fetch_add(1);
+    if (rank == 2) pause();  // until killed
+    mw_event_t ev;
+    MWT_CHECK(mw_next_event(ctx, &ev, 20000));
+    mw_world_t* next = nullptr;
+    MWT_CHECK(mw_world_shrink(world, nullptr, 0, MW_SHRINK_ABORT, 20000, &next));
+    flags->shrunk.fetch_add(1);
+    while (!flags->done.load()) std::this_thread::sleep_for(20ms);
+    mw_context_free(ctx);
+    return 0;
+  };
+  w.add([&] { return member(0); });
+  w.add([&] { return member(1); });
+  pid_t victim = w.add([&] { return member(2); });
+  ASSERT_TRUE(mwtest::eventually([&] { return flags->formed.load() == 3; }, 30s));
+  kill(victim, SIGKILL);
+  ASSERT_TRUE(mwtest::eventually([&] { return flags->shrunk.load() == 2; }, 30s));
+  std::string out;
+  ASSERT_EQ(run(kCli + " status --redis " + redis.url(), &out), 0) << out;
+  std::fprintf(stderr, "%s", out.c_str());
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(elastic\s+([0-9]+)\s+2\s+ready)"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(lineage: epoch ([0-9]+) shrunk from epoch [0-9]+ of 3 members, excluding rank\(s\) 2)")))
+      << out;
   flags->done.store(1);
   EXPECT_TRUE(w.join(30s) || true);  // the victim's exit code is SIGKILL's
 }

@@ -295,3 +295,192 @@ TEST_F(NcclDouble, DestroyWithUnflushedWorkFallsBackToAbort) {
 }
 
 }  // namespace
+
+// ---- shrink and grow --------------------------------------------------------
+
+struct ResizeStage {
+  std::atomic<int> formed{0};
+  std::atomic<int> resized{0};
+  std::atomic<int> done{0};
+};
+
+int countOf(const std::vector<std::string>& steps, const char* step) {
+  return static_cast<int>(std::count(steps.begin(), steps.end(), step));
+}
+
+// A healthy world shrinks around a live member that calls nothing: the
+// survivors' communicator shrinks through the plugin's ncclCommShrink
+// (NCCL_SHRINK_DEFAULT), and the excluded member hears it was excluded.
+TEST_F(NcclDouble, AShrinkOfAHealthyWorldShrinksItsCommunicator) {
+  mwlab::Shared<ResizeStage> stage;
+  std::vector<pid_t> pids;
+  mwtest::Workers workers;
+  for (int rank = 0; rank < 3; ++rank) {
+    pids.push_back(workers.add([&, rank] {
+      mw_context_t* ctx = mwtest::newContext(redis_.url());
+      MWT_REQUIRE(ctx);
+      mw_world_t* w = nullptr;
+      MWT_CHECK(mw_world_create(ctx, "trio", rank, 3, MW_BACKEND_NCCL, 0, kCreateMs, &w));
+      if (rank == 2) {
+        mw_event_t ev;
+        MWT_CHECK(mw_next_event(ctx, &ev, 30000));
+        MWT_REQUIRE(ev.type == MW_EVENT_WORLD_BROKEN && ev.peer_rank == 2 &&
+                    std::string(ev.detail).find("excluded") != std::string::npos);
+        MWT_CHECK(mw_world_destroy(w));
+      } else {
+        const int exclude[] = {2};
+        mw_world_t* next = nullptr;
+        MWT_CHECK(mw_world_shrink(w, exclude, 1, MW_SHRINK_DEFAULT, kCreateMs, &next));
+        MWT_REQUIRE(mw_world_size(next) == 2 && mw_world_rank(next) == rank);
+        float in[2] = {1, 2}, out[2] = {};
+        mw_request_t* r = nullptr;
+        MWT_CHECK(mw_allreduce_async(next, in, out, 2, MW_FLOAT32, MW_SUM, &r));
+        MWT_CHECK(mwtest::waitAndFree(r));
+        MWT_CHECK(mw_world_destroy(w));
+        ++stage->resized;
+        MWT_REQUIRE(mwtest::eventually([&] { return stage->resized.load() == 2; }, 30s));
+        MWT_CHECK(mw_world_destroy(next));
+      }
+      mw_context_free(ctx);
+      return 0;
+    }));
+  }
+  ASSERT_TRUE(workers.join(120s));
+  for (int rank : {0, 1}) {
+    const auto steps = stepsOf(log_, pids[static_cast<size_t>(rank)]);
+    EXPECT_EQ(countOf(steps, "shrink"), 1) << "rank " << rank;
+    EXPECT_EQ(countOf(steps, "shrink-abort"), 0) << "rank " << rank;
+  }
+}
+
+// MW_SHRINK_ABORT cancels a pending operation (a receive the double never
+// finishes) and shrinks with NCCL_SHRINK_ABORT; where one member's NCCL
+// lacks ncclCommShrink, every member forms a new communicator instead.
+TEST_F(NcclDouble, AbortCancelsAndShrinksWithAbortUnlessANcclLacksShrink) {
+  for (bool one_without : {false, true}) {
+    mwlab::Shared<ResizeStage> stage;
+    std::vector<pid_t> pids;
+    mwtest::Workers workers;
+    const std::string name = one_without ? "fresh-trio" : "abort-trio";
+    for (int rank = 0; rank < 3; ++rank) {
+      pids.push_back(workers.add([&, rank] {
+        if (one_without && rank == 1) setenv("MW_NCCL_DOUBLE_NO_RESIZE", "1", 1);
+        mw_context_t* ctx = mwtest::newContext(redis_.url());
+        MWT_REQUIRE(ctx);
+        mw_world_t* w = nullptr;
+        MWT_CHECK(mw_world_create(ctx, name.c_str(), rank, 3, MW_BACKEND_NCCL, 0, kCreateMs, &w));
+        if (rank == 2) {
+          MWT_REQUIRE(mwtest::eventually([&] { return stage->resized.load() == 2; }, 60s));
+          MWT_CHECK(mw_world_destroy(w));
+          mw_context_free(ctx);
+          return 0;
+        }
+        float buf[4] = {};
+        mw_request_t* pending = nullptr;
+        if (rank == 0) MWT_CHECK(mw_recv_async(w, buf, 4, MW_FLOAT32, 1, &pending));
+        const int exclude[] = {2};
+        mw_world_t* next = nullptr;
+        MWT_CHECK(mw_world_shrink(w, exclude, 1, rank == 0 ? MW_SHRINK_ABORT : MW_SHRINK_DEFAULT, kCreateMs, &next));
+        if (pending) MWT_REQUIRE(mwtest::waitAndFree(pending) == MW_ERR_CANCELLED);
+        MWT_REQUIRE(mw_world_size(next) == 2);
+        MWT_CHECK(mw_world_destroy(w));
+        ++stage->resized;
+        MWT_REQUIRE(mwtest::eventually([&] { return stage->resized.load() == 2; }, 30s));
+        MWT_CHECK(mw_world_destroy(next));
+        mw_context_free(ctx);
+        return 0;
+      }));
+    }
+    ASSERT_TRUE(workers.join(120s));
+    const auto first = stepsOf(log_, pids[0]), second = stepsOf(log_, pids[1]);
+    EXPECT_EQ(countOf(first, "shrink-abort"), one_without ? 0 : 1);
+    EXPECT_EQ(countOf(second, "shrink"), one_without ? 0 : 1);
+  }
+}
+
+// A member is killed; the survivors shrink with no list (the break's). The
+// broken world's communicator was aborted at the break, so a new one forms;
+// freeing the aborted parent hangs here (as it can in NCCL), and neither
+// the shrink nor the destroy of the retired world waits for it.
+TEST_F(NcclDouble, AKilledMembersWorldShrinksAndItsAbortedParentHoldsNoCaller) {
+  mwlab::Shared<ResizeStage> stage;
+  mwtest::Workers survivors;
+  auto member = [&](int rank) {
+    setenv("MW_NCCL_DOUBLE_FREE_MS", "20000", 1);
+    mw_context_t* ctx = mwtest::newContext(redis_.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* w = nullptr;
+    MWT_CHECK(mw_world_create(ctx, "doomed-trio", rank, 3, MW_BACKEND_NCCL, 0, kCreateMs, &w));
+    ++stage->formed;
+    if (rank == 2) pause();  // killed here
+    mw_event_t ev;
+    MWT_CHECK(mw_next_event(ctx, &ev, 30000));
+    MWT_REQUIRE(ev.type == MW_EVENT_WORLD_BROKEN && ev.peer_rank == 2);
+    const auto t0 = Clock::now();
+    mw_world_t* next = nullptr;
+    MWT_CHECK(mw_world_shrink(w, nullptr, 0, MW_SHRINK_ABORT, kCreateMs, &next));
+    const auto t1 = Clock::now();
+    MWT_CHECK(mw_world_destroy(w));
+    const auto t2 = Clock::now();
+    std::fprintf(stderr, "rank %d: shrink %.0f ms, destroy of the retired world %.0f ms\n", rank,
+                 std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                 std::chrono::duration<double, std::milli>(t2 - t1).count());
+    MWT_REQUIRE(t2 - t0 < 15s);
+    MWT_REQUIRE(mw_world_size(next) == 2 && mw_world_rank(next) == rank);
+    float in[2] = {1, 2}, out[2] = {};
+    mw_request_t* r = nullptr;
+    MWT_CHECK(mw_allreduce_async(next, in, out, 2, MW_FLOAT32, MW_SUM, &r));
+    MWT_CHECK(mwtest::waitAndFree(r));
+    ++stage->resized;
+    MWT_REQUIRE(mwtest::eventually([&] { return stage->resized.load() == 2; }, 30s));
+    MWT_CHECK(mw_world_destroy(next));
+    // The context goes without waiting for the parent's free either.
+    mw_context_free(ctx);
+    return 0;
+  };
+  survivors.add([&] { return member(0); });
+  survivors.add([&] { return member(1); });
+  mwtest::Workers doomed;
+  const pid_t victim = doomed.add([&] { return member(2); });
+  ASSERT_TRUE(mwtest::eventually([&] { return stage->formed.load() == 3; }, 60s));
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  EXPECT_TRUE(survivors.join(120s));
+}
+
+// Two members grow to three; the newcomer creates the world with the new
+// size: everyone's communicator comes from the plugin's ncclCommGrow.
+TEST_F(NcclDouble, AGrowJoinsTheNewcomerThroughNcclCommGrow) {
+  mwlab::Shared<ResizeStage> stage;
+  std::vector<pid_t> pids;
+  mwtest::Workers workers;
+  for (int rank = 0; rank < 3; ++rank) {
+    pids.push_back(workers.add([&, rank] {
+      mw_context_t* ctx = mwtest::newContext(redis_.url());
+      MWT_REQUIRE(ctx);
+      mw_world_t* w = nullptr;
+      if (rank < 2) {
+        MWT_CHECK(mw_world_create(ctx, "duo", rank, 2, MW_BACKEND_NCCL, 0, kCreateMs, &w));
+        ++stage->formed;
+        mw_world_t* next = nullptr;
+        MWT_CHECK(mw_world_grow(w, 3, kCreateMs, &next));
+        MWT_CHECK(mw_world_destroy(w));
+        w = next;
+      } else {
+        MWT_REQUIRE(mwtest::eventually([&] { return stage->formed.load() == 2; }, 60s));
+        MWT_CHECK(mw_world_create(ctx, "duo", 2, 3, MW_BACKEND_NCCL, 0, kCreateMs, &w));
+      }
+      MWT_REQUIRE(mw_world_size(w) == 3 && mw_world_rank(w) == rank);
+      float in[2] = {1, 2}, out[2] = {};
+      mw_request_t* r = nullptr;
+      MWT_CHECK(mw_allreduce_async(w, in, out, 2, MW_FLOAT32, MW_SUM, &r));
+      MWT_CHECK(mwtest::waitAndFree(r));
+      ++stage->done;
+      MWT_REQUIRE(mwtest::eventually([&] { return stage->done.load() == 3; }, 30s));
+      MWT_CHECK(mw_world_destroy(w));
+      mw_context_free(ctx);
+      return 0;
+    }));
+  }
+  ASSERT_TRUE(workers.join(120s));
+  for (pid_t pid : pids) EXPECT_EQ(countOf(stepsOf(log_, pid), "grow"), 1) << "pid " << pid;
+}

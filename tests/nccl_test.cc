@@ -460,6 +460,96 @@ TEST(NcclGpu, TwoRanksExchange) {
   }, 300s));
 }
 
+struct ResizeStage {
+  std::atomic<int> formed{0};
+  std::atomic<int> done{0};
+};
+
+// Every rank gives rank + 1 at each index: the sum is size(size + 1)/2.
+int summedOnDevice(mw_world_t* w) {
+  const size_t n = 1 << 16;
+  const int rank = mw_world_rank(w), size = mw_world_size(w);
+  DeviceFloats a(n), b(n);
+  MWT_REQUIRE(a.ok() && b.ok());
+  MWT_REQUIRE(a.put(std::vector<float>(n, static_cast<float>(rank + 1))));
+  mw_request_t* r = nullptr;
+  if (run(mw_allreduce_async(w, a.get(), b.get(), n, MW_FLOAT32, MW_SUM, &r), &r)) return 1;
+  MWT_REQUIRE(b.take() == std::vector<float>(n, static_cast<float>(size * (size + 1) / 2)));
+  return 0;
+}
+
+// Three ranks; rank 2 is excluded while alive (MW_SHRINK_DEFAULT on a
+// healthy world: ncclCommShrink where the loaded NCCL has it), and the two
+// survivors reduce on the shrunk world.
+TEST(NcclGpu, ShrinkThreeToTwo) {
+  SKIP_WITHOUT_GPU();
+  mwtest::RedisServer redis;
+  mwlab::Shared<ResizeStage> stage;
+  EXPECT_TRUE(mwtest::runRanks(3, [&](int rank) {
+    mwtest::ncclPlaceRank(rank, 3);
+    const int device = mwtest::ncclDeviceForRank(rank, 3);
+    CUDA_CHECK(cudaSetDevice(device));
+    mw_context_t* ctx = mwtest::newContext(redis.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* w = nullptr;
+    MWT_CHECK(mw_world_create(ctx, "shrink3", rank, 3, MW_BACKEND_NCCL, device, kCreateMs, &w));
+    if (summedOnDevice(w)) return 1;
+    if (rank < 2) {
+      const int exclude[] = {2};
+      mw_world_t* next = nullptr;
+      const auto t0 = std::chrono::steady_clock::now();
+      MWT_CHECK(mw_world_shrink(w, exclude, 1, MW_SHRINK_DEFAULT, kCreateMs, &next));
+      std::printf("shrink 3 -> 2 took %ld ms\n", mwtest::msSince(t0));
+      MWT_REQUIRE(mw_world_size(next) == 2 && mw_world_rank(next) == rank);
+      if (summedOnDevice(next)) return 1;
+      MWT_CHECK(mw_world_destroy(w));
+      w = next;
+    }
+    stage->done.fetch_add(1);
+    MWT_REQUIRE(mwtest::eventually([&] { return stage->done.load() == 3; }, 60s));
+    MWT_CHECK(mw_world_destroy(w));
+    mw_context_free(ctx);
+    return 0;
+  }, 300s));
+}
+
+// Two ranks grow to three; the newcomer creates the world with the new size
+// and rank 2 (ncclCommGrow where the loaded NCCL has it).
+TEST(NcclGpu, GrowTwoToThree) {
+  SKIP_WITHOUT_GPU();
+  mwtest::RedisServer redis;
+  mwlab::Shared<ResizeStage> stage;
+  EXPECT_TRUE(mwtest::runRanks(3, [&](int rank) {
+    mwtest::ncclPlaceRank(rank, 3);
+    const int device = mwtest::ncclDeviceForRank(rank, 3);
+    CUDA_CHECK(cudaSetDevice(device));
+    mw_context_t* ctx = mwtest::newContext(redis.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* w = nullptr;
+    if (rank < 2) {
+      MWT_CHECK(mw_world_create(ctx, "grow2", rank, 2, MW_BACKEND_NCCL, device, kCreateMs, &w));
+      if (summedOnDevice(w)) return 1;
+      stage->formed.fetch_add(1);
+      mw_world_t* next = nullptr;
+      const auto t0 = std::chrono::steady_clock::now();
+      MWT_CHECK(mw_world_grow(w, 3, kCreateMs, &next));
+      std::printf("grow 2 -> 3 took %ld ms\n", mwtest::msSince(t0));
+      MWT_CHECK(mw_world_destroy(w));
+      w = next;
+    } else {
+      MWT_REQUIRE(mwtest::eventually([&] { return stage->formed.load() == 2; }, 120s));
+      MWT_CHECK(mw_world_create(ctx, "grow2", 2, 3, MW_BACKEND_NCCL, device, kCreateMs, &w));
+    }
+    MWT_REQUIRE(mw_world_size(w) == 3 && mw_world_rank(w) == rank);
+    if (summedOnDevice(w)) return 1;
+    stage->done.fetch_add(1);
+    MWT_REQUIRE(mwtest::eventually([&] { return stage->done.load() == 3; }, 60s));
+    MWT_CHECK(mw_world_destroy(w));
+    mw_context_free(ctx);
+    return 0;
+  }, 300s));
+}
+
 struct KillStage {
   std::atomic<int> ready{0};  // workers whose shared world works and whose doomed recv is posted
 };

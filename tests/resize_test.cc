@@ -161,6 +161,11 @@ TEST(Resize, ShrinkAfterAKillExcludesWhomTheBreakNamed) {
     const std::string why = nextBreak(n.ctx, 20000, &blamed);
     MWT_REQUIRE(!why.empty() && blamed == 2);
     mw_world_t* next = nullptr;
+    // MW_SHRINK_DEFAULT of a world broken by a member the list keeps:
+    // refused, and nothing starts.
+    const int keeps_the_dead[] = {rank == 0 ? 1 : 0};
+    MWT_REQUIRE(expectStatus(mw_world_shrink(n.world, keeps_the_dead, 1, MW_SHRINK_DEFAULT, 5000, &next),
+                             MW_ERR_INVALID_ARGUMENT, "DEFAULT shrink keeping the member the break named"));
     MWT_CHECK(mw_world_shrink(n.world, nullptr, 0, MW_SHRINK_ABORT, kCreateMs, &next));
     MWT_REQUIRE(mw_world_size(next) == 3);
     MWT_REQUIRE(mw_world_rank(next) == (rank < 2 ? rank : rank - 1));

@@ -26,6 +26,8 @@
  *                             status, kind, bytes); at most 64 per call.
  *   - mw_world_create_with    through mwj_world_create_with, which takes
  *                             the parameters struct's fields as arguments.
+ *   - mw_world_shrink's       int[] (null for NULL); its length is n.
+ *     (exclude, n)
  *   - mw_submit               through mwj_submit (host buffers as direct
  *                             Buffers) and mwj_submit_device (device
  *                             addresses as long), which take the
@@ -270,6 +272,20 @@ mw_status_t mwj_submit_device(mw_world_t* world, mw_op_kind_t kind, uint64_t sen
   return mwj_submit_op(world, kind, (const void*)(uintptr_t)sendbuf, (void*)(uintptr_t)recvbuf, count, dtype, op,
                        peer, user_data, req);
 }
+%}
+
+/* ---- mw_world_shrink's exclude list: int[] (null: NULL, 0) -------------- */
+%typemap(jni) (const int* exclude, int n) "jintArray"
+%typemap(jtype) (const int* exclude, int n) "int[]"
+%typemap(jstype) (const int* exclude, int n) "int[]"
+%typemap(javain) (const int* exclude, int n) "$javainput"
+%typemap(in) (const int* exclude, int n) %{
+  $1 = $input ? ($1_ltype)(*jenv)->GetIntArrayElements(jenv, $input, NULL) : NULL;
+  $2 = $input ? (int)(*jenv)->GetArrayLength(jenv, $input) : 0;
+  if ($input && !$1) return $null;  /* out of memory: Java has the exception */
+%}
+%typemap(freearg) (const int* exclude, int n) %{
+  if ($1) (*jenv)->ReleaseIntArrayElements(jenv, $input, (jint*)$1, JNI_ABORT);
 %}
 
 /* ---- events: a read-only proxy without finalizer ------------------------ */

@@ -1,6 +1,7 @@
 #include "core/liveness/break_notices.h"
 
 #include "core/store/incarnation_scripts.h"
+#include "core/store/script_helpers.h"
 #include "core/store/redis_values.h"
 
 namespace mw {
@@ -49,6 +50,28 @@ return 1
   return script;
 }
 
+// A member of a shrink's or grow's attempt is lost: as markScript plus
+// the notice and the formation's wake-up (abortWaits), all only while the
+// attempt has not formed; once every member committed, a member lost is
+// the new world's to judge, by its own liveness. KEYS = meta, the old
+// epoch's blamed set, the attempt's marker; ARGV = the attempt's epoch,
+// detail, the old rank to blame, ttl, the marker, the events channel, the
+// notice, the world's epoch key base, the attempt's size.
+const std::string& lostScript() {
+  static const std::string script = std::string(scripts::helpers()) + kBlame + R"lua(
+local size = count(ARGV[9], 2147483647) or 1
+local ours = redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HSTRLEN', KEYS[1], 'epoch') <= 15 and
+             redis.call('HSTRLEN', KEYS[1], 'committed') <= 15 and redis.call('HGET', KEYS[1], 'epoch') == ARGV[1]
+if ours and (count(redis.call('HGET', KEYS[1], 'committed') or '', 2147483647) or 0) >= size then return 0 end
+redis.call('SET', KEYS[3], ARGV[5], 'PX', ARGV[4])
+if ours then redis.call('HSET', KEYS[1], 'state', 'broken', 'detail', ARGV[2]) end
+redis.call('PUBLISH', ARGV[6], ARGV[7])
+abortWaits(ARGV[8], ARGV[1], 'err:' .. ARGV[2], ARGV[4], size + 8)
+return 1
+)lua";
+  return script;
+}
+
 }  // namespace
 
 void NoticeQueue::push(Notice n) {
@@ -76,14 +99,20 @@ void NoticeQueue::deliver(RedisConnection& conn, const Keys& keys, std::chrono::
         continue;
       }
       BreakNotice notice{n.world, n.epoch, BreakMarker{n.peer, n.detector, n.detail}};
+      if (n.blame_epoch != 0) {
+        conn.append({"EVAL", lostScript(), "3", keys.worldMeta(n.world),
+                     keys.worldEpoch(n.world, n.blame_epoch, "blamed"), keys.worldEpoch(n.world, n.epoch, "broken"),
+                     std::to_string(n.epoch), n.detail, n.blame_rank >= 0 ? std::to_string(n.blame_rank) : "", ttl,
+                     formatBreakMarker(notice.marker), keys.eventsChannel(), formatBreakNotice(notice),
+                     keys.worldEpochBase(n.world), std::to_string(n.size)});
+        ++replies;
+        continue;
+      }
       // A member that gave up blames itself only for its own formation.
-      const bool blames = n.blame_epoch != 0 || (n.peer >= 0 && !n.gave_up);
-      const uint64_t blamed_epoch = n.blame_epoch != 0 ? n.blame_epoch : n.epoch;
-      const int blamed_rank = n.blame_epoch != 0 ? n.blame_rank : n.peer;
-      conn.append({"EVAL", markScript(), "3", keys.worldMeta(n.world), keys.worldEpoch(n.world, blamed_epoch, "blamed"),
+      const bool blames = n.peer >= 0 && !n.gave_up;
+      conn.append({"EVAL", markScript(), "3", keys.worldMeta(n.world), keys.worldEpoch(n.world, n.epoch, "blamed"),
                    keys.worldEpoch(n.world, n.epoch, "broken"), std::to_string(n.epoch), n.detail,
-                   blames && blamed_rank >= 0 ? std::to_string(blamed_rank) : "", ttl,
-                   formatBreakMarker(notice.marker)});
+                   blames ? std::to_string(n.peer) : "", ttl, formatBreakMarker(notice.marker)});
       conn.append({"PUBLISH", keys.eventsChannel(), formatBreakNotice(notice)});
       replies += 2;
       if (n.gave_up) {

@@ -33,9 +33,11 @@ struct Notice {
   // core/store/incarnation.h), after it is marked broken.
   bool gave_up = false;
   int size = 0;
-  // A member of a shrink's or grow's attempt died while it formed: the
-  // epoch it resizes records `blame_rank` (of that epoch) among the ranks
-  // its break named, so that the next attempt excludes it too.
+  // A member of a shrink's or grow's attempt (of epoch `blame_epoch`)
+  // was lost while it formed: the old epoch records `blame_rank` (its
+  // rank there, -1 for a newcomer) among the ranks its break named, so
+  // that the next attempt excludes it too. Nothing else happens once the
+  // attempt formed.
   uint64_t blame_epoch = 0;
   int blame_rank = -1;
 };

@@ -136,10 +136,8 @@ void Watchdog::formingMemberLost(const std::string& world, uint64_t epoch, int r
   Notice n{world, epoch, rank, lost_rank, "rank " + std::to_string(lost_rank) + " is gone: " + why};
   n.gave_up = true;
   n.size = size;
-  if (lost_old_rank >= 0) {
-    n.blame_epoch = from_epoch;
-    n.blame_rank = lost_old_rank;
-  }
+  n.blame_epoch = from_epoch;
+  n.blame_rank = lost_old_rank;
   notices_.push(std::move(n));
   wakeUp();
 }

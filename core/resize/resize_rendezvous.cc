@@ -45,7 +45,8 @@ std::string listText(const std::vector<int>& ranks) { return describeRanks(ranks
 
 ResizeClaim ResizeRendezvous::claimShrink(const std::string& world, uint64_t old_epoch, int old_size, int old_rank,
                                           const std::optional<std::vector<int>>& proposal,
-                                          const std::vector<int>& seen_blamed, Deadline deadline) {
+                                          const std::vector<int>& seen_blamed, std::optional<int> broken_by,
+                                          Deadline deadline) {
   const std::string where = "shrink of world '" + world + "' epoch " + std::to_string(old_epoch);
   const Keys& keys = rv_.keys();
   const auto ttl = remaining(deadline) + std::chrono::seconds(30);
@@ -54,7 +55,8 @@ ResizeClaim ResizeRendezvous::claimShrink(const std::string& world, uint64_t old
                               std::to_string(old_size), std::to_string(old_rank), rv_.member(),
                               proposal ? encodeRanks(*proposal) : "", encodeRanks(seen_blamed),
                               std::to_string(ttl.count()), std::to_string(nowUnixMs()), keys.worldEpochBase(world),
-                              keys.heartbeatPrefix(), keys.eventsChannel(), world});
+                              keys.heartbeatPrefix(), keys.eventsChannel(), world,
+                              broken_by ? std::to_string(*broken_by) : ""});
   if (replyIsError(reply.get())) throw Error(Status::Store, where + ": " + cappedText(replyString(reply.get())));
   const std::vector<std::string> v = elementsOf(reply.get());
   throwCommon(where, v);
@@ -71,6 +73,14 @@ ResizeClaim ResizeRendezvous::claimShrink(const std::string& world, uint64_t old
   if (v.size() == 3 && v[0] == "excluded") {
     throw Error(Status::WorldBroken, where + ": rank " + std::to_string(old_rank) + " is excluded by the shrink to epoch " +
                                          cappedText(v[2]) + " (excluded: " + listText(agreed(v[1])) + ")");
+  }
+  if (v.size() == 2 && v[0] == "notready") {
+    throw Error(Status::InvalidArgument,
+                where + ": the world is broken" +
+                    (*broken_by >= 0 ? " (its break named rank " + std::to_string(*broken_by) + ")" : std::string()) +
+                    " and the shrink's list " + listText(agreed(v[1])) +
+                    " does not exclude that: MW_SHRINK_DEFAULT needs a ready world (or one broken by a member the "
+                    "shrink excludes); MW_SHRINK_ABORT shrinks a broken one");
   }
   if (v.size() == 1 && v[0] == "nothing") {
     throw Error(Status::InvalidArgument, where + ": exclude is NULL but the world's break named no member; " +

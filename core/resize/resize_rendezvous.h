@@ -29,14 +29,17 @@ class ResizeRendezvous {
   // `old_size` and in which it is `old_rank`. `proposal`: the caller's
   // exclude list, nullopt for the members the break named (the old
   // epoch's blamed ranks, and `seen_blamed`, those this member saw).
+  // `broken_by`: with MW_SHRINK_DEFAULT on a broken world, the rank its
+  // break named (-1: none), which the list must exclude; nullopt otherwise.
   // Throws Error: InvalidArgument (a list that differs from the agreed
   // one, naming both; a break that named no member; a list of every
-  // rank), WorldBroken (this member is excluded: the list says so), Store
-  // (the world moved on to another epoch since, or a record that is not
-  // the library's), AlreadyExists.
+  // rank; a DEFAULT shrink of a world broken by a member the list keeps),
+  // WorldBroken (this member is excluded: the list says so), Store (the
+  // world moved on to another epoch since, or a record that is not the
+  // library's), AlreadyExists.
   ResizeClaim claimShrink(const std::string& world, uint64_t old_epoch, int old_size, int old_rank,
                           const std::optional<std::vector<int>>& proposal, const std::vector<int>& seen_blamed,
-                          Deadline deadline);
+                          std::optional<int> broken_by, Deadline deadline);
 
   // An existing member's claim in a grow of `old_epoch` to `new_size`
   // members; it keeps `rank`. Throws Error: InvalidArgument (another size

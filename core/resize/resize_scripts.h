@@ -74,7 +74,11 @@ end
 // old epoch, old size, old rank, member id, the caller's list ('' for the
 // break's), the ranks this member itself saw blamed ('' or a list), ttl,
 // now in ms, the epoch key base, the heartbeat prefix, the events channel,
-// the world's name.
+// the world's name, and what broke the caller's world when it shrinks
+// with MW_SHRINK_DEFAULT ('' when ready; else the blamed rank, or '-1'):
+// such a caller takes part only when the list excludes that rank (its
+// world broke because a member the shrink excludes went), and starts
+// nothing otherwise ({'notready', list}).
 // The list of an attempt is fixed by whoever starts it: the caller's, or
 // for '' every rank the old epoch's break notices blamed (its 'blamed'
 // set) and the starter's own. Starting one publishes an exclusion notice
@@ -108,10 +112,20 @@ end
 local oldn = count(old, 999999999999999)
 local attempt = cur[3] == 'shrunk' and cur[4] == old
 local list
+-- A caller whose world broke takes part with MW_SHRINK_DEFAULT only when
+-- the list excludes the member its break named.
+local function notReady(ranks)
+  if ARGV[13] == '' then return false end
+  for _, n in ipairs(ranks or {}) do
+    if number(n) == ARGV[13] then return false end
+  end
+  return true
+end
 if attempt and (cur[2] == 'forming' or cur[2] == 'ready') then
   list = cur[5] or ''
   if not ranksOf(list, oldsize) then return {'corrupt', meta, 'excluded', list} end
   if ARGV[5] ~= '' and ARGV[5] ~= list then return {'differs', list, number(epoch)} end
+  if notReady(ranksOf(list, oldsize)) then return {'notready', list} end
 elseif (epoch == oldn and (cur[2] == 'ready' or cur[2] == 'broken' or cur[2] == 'left')) or
        (attempt and (cur[2] == 'broken' or cur[2] == 'failed')) then
   if ARGV[5] ~= '' then
@@ -135,6 +149,7 @@ elseif (epoch == oldn and (cur[2] == 'ready' or cur[2] == 'broken' or cur[2] == 
   end
   local n = #(ranksOf(list, oldsize) or {})
   if n >= oldsize then return {'everyone', list} end
+  if notReady(ranksOf(list, oldsize)) then return {'notready', list} end
   if epoch >= 999999999999999 then return {'corrupt', meta, 'epoch', cur[1]} end
   -- Whoever still forms the attempt this one replaces hears it ended.
   if attempt then

@@ -75,6 +75,12 @@ std::vector<WorldEntry> Directory::worlds() {
     w.state = meta["state"];
     w.detail = meta["detail"];
     if (auto created = parseDecimal(meta["created_ms"], 1ULL << 62)) w.created_ms = static_cast<long long>(*created);
+    if (meta["how"] == "shrunk" || meta["how"] == "grown") {
+      w.how = meta["how"];
+      w.from = parseEpoch(meta["from"]);
+      w.old_size = parseWorldSize(meta["old_size"]);
+      w.excluded = cappedText(meta["excluded"]);
+    }
     if (w.epoch) {
       for (auto& [rank, id] : hashOf(*conn_, keys_.worldEpoch(w.name, *w.epoch, "members"))) {
         w.members.emplace_back(rank, id);

@@ -31,6 +31,13 @@ struct WorldEntry {
   long long created_ms = 0;  // 0: unknown
   std::vector<std::pair<std::string, std::string>> members;  // rank, member id, as recorded
   bool break_marked = false;  // the incarnation's durable break marker is set
+  // How the incarnation came about (core/store/lineage.h): "formed",
+  // "shrunk" or "grown", from epoch `from` of `old_size` members, a
+  // shrink's excluded ranks of that epoch ("1,3"), as recorded.
+  std::string how = "formed";
+  std::optional<uint64_t> from;
+  std::optional<int> old_size;
+  std::string excluded;
 };
 
 class Directory {

@@ -5,12 +5,13 @@
 # NCCL and the CUDA runtime come from the machine (a pip nvidia-nccl package
 # under python3's site-packages, or a CUDA install), the rest from the kit.
 #
-# It starts its own redis-server, runs the NCCL tests, the device-memory
-# tests of the bindings and `mw_bench nccl`, and writes a summary, logs and
+# It starts its own redis-server, runs the NCCL tests (among them a shrink
+# 3 -> 2 and a grow 2 -> 3 of an NCCL world: check `resize`), the
+# device-memory tests of the bindings and `mw_bench nccl`, and writes a summary, logs and
 # the benchmark's JSON into $OUT (default: the kit's out/). Each check has a
 # time limit, and the whole run ends within MW_GPU_CHECK_SECONDS (420 s).
-# MW_GPU_CHECKS names the checks to run (nccl_test nccl_ops_test bench go
-# rust python java); all by default.
+# MW_GPU_CHECKS names the checks to run (nccl_test resize nccl_ops_test
+# bench go rust python java); all by default.
 # Without a GPU every check skips, saying why. It exits 0 when nothing
 # failed. The last line is `gpu-check: N passed, N failed, N skipped`.
 set -uo pipefail
@@ -142,8 +143,9 @@ export MW_BIND_ADDRESS=127.0.0.1
 
 # ---- checks ---------------------------------------------------------------
 # A GoogleTest binary: one result per test case.
+# `log_name=X gtest ...` logs to X.log (a second run of one binary).
 gtest() {
-  local name=$1 secs=$2 log=$out/$1.log rc
+  local name=$1 secs=$2 log=$out/${log_name:-$1}.log rc
   shift 2
   if [[ ! -x $kit/bin/$name ]]; then
     record SKIP "$name" "not in the kit"
@@ -157,14 +159,14 @@ gtest() {
     test=${BASH_REMATCH[2]} ms=${BASH_REMATCH[3]}
     case ${BASH_REMATCH[1]} in
       OK) record PASS "$test" "${ms} ms" ;;
-      FAILED) record FAIL "$test" "see $name.log" ;;
+      FAILED) record FAIL "$test" "see ${log_name:-$name}.log" ;;
       SKIPPED) record SKIP "$test" "$(grep -A2 "^\[ RUN      \] $test\$" "$log" | tail -1 | cut -c1-200)" ;;
     esac
   done <"$log"
-  if ((rc == 124 || rc == 137)); then record FAIL "$name" "timed out; see $name.log"; fi
+  if ((rc == 124 || rc == 137)); then record FAIL "$name" "timed out; see ${log_name:-$name}.log"; fi
   # Lines worth reading without the log: timings and thread counts (found
   # anywhere in a line: NCCL's output on the same stream may precede them).
-  grep -aoE "threads with [0-9]+ NCCL worlds?: .{0,400}|ours: [0-9]+ with 1, [0-9]+ with [0-9]+|destroy with [^:]* took [0-9.]+ ms|pending recv [^:]* after [0-9.]+ ms" \
+  grep -aoE "threads with [0-9]+ NCCL worlds?: .{0,400}|ours: [0-9]+ with 1, [0-9]+ with [0-9]+|destroy with [^:]* took [0-9.]+ ms|pending recv [^:]* after [0-9.]+ ms|(shrink 3 -> 2|grow 2 -> 3) took [0-9]+ ms" \
     "$log" | sed 's/^/  /' | tee -a "$summary"
 }
 
@@ -256,7 +258,10 @@ kitLibraries
 # MW_GPU_CHECKS="nccl_test bench ..." runs only those (to rerun what failed).
 want() { [[ -z ${MW_GPU_CHECKS:-} || " $MW_GPU_CHECKS " == *" $1 "* ]]; }
 # NCCL's view of each communicator's setup, for reading a failure.
-want nccl_test && NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT gtest nccl_test 180
+resize_tests='NcclGpu.ShrinkThreeToTwo:NcclGpu.GrowTwoToThree'
+want nccl_test && NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT gtest nccl_test 180 --gtest_filter="-$resize_tests"
+want resize && log_name=nccl_resize NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT gtest nccl_test 120 \
+  --gtest_filter="$resize_tests"
 want nccl_ops_test && NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT gtest nccl_ops_test 150
 want bench && benchnccl
 want go && gotest

@@ -6,8 +6,12 @@
 // - a send to another rank, and every collective, finish at once; at size
 //   1 a collective copies its input to its output;
 // - a send and a receive to self match in order and copy.
+// - it shrinks and grows a communicator, as ncclCommShrink and
+//   ncclCommGrow would number it, unless $MW_NCCL_DOUBLE_NO_RESIZE is set
+//   (an NCCL without them).
 // Every teardown step is appended to $MW_NCCL_DOUBLE_LOG ("<pid> <rank>
-// <step>" per line: finalized, finalize-timeout, abort, free).
+// <step>" per line: finalized, finalize-timeout, abort, free), and each
+// resize as "shrink", "shrink-abort" or "grow".
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -154,15 +158,65 @@ int commFinalize(mwn_comm* c, int timeout_ms, char* err, size_t len) {
   }
 }
 
+// $MW_NCCL_DOUBLE_FREE_MS makes freeing a communicator that was aborted
+// take that long, as destroying an aborted parent can hang in NCCL.
 void commFree(mwn_comm* c) {
+  const char* ms = std::getenv("MW_NCCL_DOUBLE_FREE_MS");
+  if (ms && *ms && c->aborted) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
   note(*c, "free");
   delete c;
+}
+
+int resizeSupport() {
+  const char* off = std::getenv("MW_NCCL_DOUBLE_NO_RESIZE");
+  return off && *off ? 0 : MWN_RESIZE_SHRINK | MWN_RESIZE_GROW;
+}
+
+int commShrink(mwn_comm* c, const int* exclude, int n, int abort, mwn_comm** out, char* err, size_t len) {
+  if (!(resizeSupport() & MWN_RESIZE_SHRINK)) return fail(err, len, MWN_ERR_UNSUPPORTED, "no ncclCommShrink");
+  if (!c || !out || n < 0 || (n > 0 && !exclude)) return fail(err, len, MWN_ERR_ARGUMENT, "bad arguments");
+  int rank = c->rank;
+  for (int i = 0; i < n; ++i) {
+    if (exclude[i] < 0 || exclude[i] >= c->size || exclude[i] == c->rank) {
+      return fail(err, len, MWN_ERR_ARGUMENT, "bad rank to exclude");
+    }
+    if (exclude[i] < c->rank) --rank;
+  }
+  {
+    std::lock_guard<std::mutex> lock(c->m);
+    if (c->aborted) return fail(err, len, MWN_ERR_TRANSPORT, "the double's communicator was aborted");
+  }
+  auto* next = new mwn_comm;
+  next->rank = rank;
+  next->size = c->size - n;
+  note(*c, abort ? "shrink-abort" : "shrink");
+  *out = next;
+  return MWN_OK;
+}
+
+int growId(mwn_comm*, unsigned char id[MW_NCCL_UNIQUE_ID_BYTES], char* err, size_t len) {
+  if (!(resizeSupport() & MWN_RESIZE_GROW)) return fail(err, len, MWN_ERR_UNSUPPORTED, "no ncclCommGrow");
+  return uniqueId(0, id, err, len);
+}
+
+int commGrow(mwn_comm* c, int size, const unsigned char* id, int rank, int, mwn_comm** out, char* err, size_t len) {
+  if (!(resizeSupport() & MWN_RESIZE_GROW)) return fail(err, len, MWN_ERR_UNSUPPORTED, "no ncclCommGrow");
+  if (!out || (!c && (!id || rank < 0 || rank >= size)) || (c && size <= c->size)) {
+    return fail(err, len, MWN_ERR_ARGUMENT, "bad arguments");
+  }
+  auto* next = new mwn_comm;
+  next->rank = c ? c->rank : rank;
+  next->size = size;
+  note(*next, "grow");
+  *out = next;
+  return MWN_OK;
 }
 
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const mwn_plugin* mw_nccl_plugin_v1(void) {
-  static const mwn_plugin table = {MW_NCCL_PLUGIN_ABI, 22809,    probe,  uniqueId, commStart,  commReady,
-                                   opStart,            opQuery,  opFree, commAbort, commFree, commFinalize};
+  static const mwn_plugin table = {MW_NCCL_PLUGIN_ABI, 22809,         probe,      uniqueId,  commStart, commReady,
+                                   opStart,            opQuery,       opFree,     commAbort, commFree,  commFinalize,
+                                   resizeSupport,      commShrink,    growId,     commGrow};
   return &table;
 }

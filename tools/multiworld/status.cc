@@ -57,6 +57,13 @@ void printOnce(mw::Directory& dir) {
                 w.epoch ? std::to_string(*w.epoch).c_str() : "?", w.size ? std::to_string(*w.size).c_str() : "?",
                 state.c_str(), w.created_ms > 0 ? ageText(now - w.created_ms).c_str() : "?", list.c_str());
     if (state == "BROKEN" && !w.detail.empty()) std::printf("      why: %s\n", mw::cappedText(w.detail).c_str());
+    std::string lineage = "epoch " + (w.epoch ? std::to_string(*w.epoch) : std::string("?")) + " " + w.how;
+    if (w.how != "formed") {
+      lineage += " from epoch " + (w.from ? std::to_string(*w.from) : std::string("?")) + " of " +
+                 (w.old_size ? std::to_string(*w.old_size) : std::string("?")) + " members";
+      if (w.how == "shrunk") lineage += ", excluding rank(s) " + (w.excluded.empty() ? "none" : w.excluded);
+    }
+    std::printf("      lineage: %s\n", lineage.c_str());
     ++shown;
   }
   if (shown == 0) std::printf("  (none)\n");

@@ -225,12 +225,34 @@ func (c *Context) lookup(h *C.mw_world_t) *World {
 // rank or size, or members disagreeing on size; ErrStore when Redis is
 // down; ErrUnsupported for a backend not built in.
 func (c *Context) CreateWorld(ctx context.Context, name string, rank, size int, backend Backend, opts ...WorldOption) (*World, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	var wo worldOptions
 	for _, opt := range opts {
 		opt(&wo)
+	}
+	return c.formWorld(ctx, backend, wo.device, func(timeoutMs C.int, h **C.mw_world_t) error {
+		cname := C.CString(name)
+		defer C.free(unsafe.Pointer(cname))
+		p := C.mwgo_world_params()
+		p.name = cname
+		p.rank = C.int(rank)
+		p.world_size = C.int(size)
+		p.backend = C.mw_backend_t(backend)
+		p.device = C.int(wo.device)
+		p.timeout_ms = timeoutMs
+		p.op_timeout_ms = C.int(wo.opTimeoutMs)
+		p.path_failover = C.mw_path_failover_t(wo.pathFailover)
+		return call(func() C.mw_status_t { return C.mw_world_create_with(c.h, &p, h) })
+	})
+}
+
+// formWorld runs a call that forms a world (a create, a shrink, a grow) on
+// a goroutine of its own, with ctx's deadline (else the context's create
+// timeout) as its timeout, so that ctx ending returns at once: a world the
+// call forms after that is destroyed.
+func (c *Context) formWorld(ctx context.Context, backend Backend, device int,
+	form func(timeoutMs C.int, h **C.mw_world_t) error) (*World, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	timeoutMs := -1
 	if c.createTimeout > 0 {
@@ -259,22 +281,11 @@ func (c *Context) CreateWorld(ctx context.Context, name string, rank, size int, 
 	done := make(chan struct{})
 	go func() {
 		defer c.mu.RUnlock()
-		cname := C.CString(name)
-		defer C.free(unsafe.Pointer(cname))
-		p := C.mwgo_world_params()
-		p.name = cname
-		p.rank = C.int(rank)
-		p.world_size = C.int(size)
-		p.backend = C.mw_backend_t(backend)
-		p.device = C.int(wo.device)
-		p.timeout_ms = C.int(timeoutMs)
-		p.op_timeout_ms = C.int(wo.opTimeoutMs)
-		p.path_failover = C.mw_path_failover_t(wo.pathFailover)
 		var h *C.mw_world_t
-		err := call(func() C.mw_status_t { return C.mw_world_create_with(c.h, &p, &h) })
+		err := form(C.int(timeoutMs), &h)
 		var w *World
 		if err == nil {
-			w = newWorld(c, h, backend, wo.device)
+			w = newWorld(c, h, backend, device)
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -138,7 +138,22 @@ type WorldState int
 const (
 	WorldReady  WorldState = C.MW_WORLD_READY
 	WorldBroken WorldState = C.MW_WORLD_BROKEN // a member failed; every operation fails with ErrWorldBroken
-	WorldClosed WorldState = 0                 // Close was called (on the World or its Context)
+	// Shrink or Grow made its successor; every operation fails with
+	// ErrInvalidArgument naming the successor's epoch.
+	WorldRetired WorldState = C.MW_WORLD_RETIRED
+	WorldClosed  WorldState = 0 // Close was called (on the World or its Context)
+)
+
+// ShrinkMode says what Shrink does with operations still pending
+// (mw_shrink_flags_t).
+type ShrinkMode int
+
+const (
+	// ShrinkDefault needs a ready world with nothing pending.
+	ShrinkDefault ShrinkMode = C.MW_SHRINK_DEFAULT
+	// ShrinkAbort first completes pending operations with ErrCancelled;
+	// the mode for a broken world.
+	ShrinkAbort ShrinkMode = C.MW_SHRINK_ABORT
 )
 
 func (s WorldState) String() string {
@@ -147,6 +162,8 @@ func (s WorldState) String() string {
 		return "ready"
 	case WorldBroken:
 		return "broken"
+	case WorldRetired:
+		return "retired"
 	case WorldClosed:
 		return "closed"
 	}

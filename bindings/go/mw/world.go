@@ -6,8 +6,10 @@ package mw
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"unsafe"
 )
 
 // World is this process's membership in one world (mw_world_t): a
@@ -81,6 +83,52 @@ func (w *World) State() WorldState {
 		return WorldClosed
 	}
 	return WorldState(C.mw_world_state(w.h))
+}
+
+// Shrink returns the world without the members exclude (ranks of this
+// world; nil: exactly those its break named), as its successor
+// (mw_world_shrink): the same name, the next epoch, the survivors in their
+// order renumbered from 0. Every survivor calls it with the same list; one
+// whose list differs gets ErrInvalidArgument naming both, and an excluded
+// member gets ErrWorldBroken. ctx's deadline bounds it. This World is
+// retired afterwards (WorldRetired): Close frees it.
+func (w *World) Shrink(ctx context.Context, exclude []int, mode ShrinkMode) (*World, error) {
+	ranks := make([]C.int, len(exclude))
+	for i, r := range exclude {
+		ranks[i] = C.int(r)
+	}
+	return w.resized(ctx, func(h *C.mw_world_t, timeoutMs C.int, out **C.mw_world_t) C.mw_status_t {
+		var list *C.int
+		if len(ranks) > 0 {
+			// Go memory for the call only: the library copies what it keeps.
+			list = (*C.int)(unsafe.Pointer(&ranks[0]))
+		}
+		return C.mw_world_shrink(h, list, C.int(len(ranks)), C.int(mode), timeoutMs, out)
+	})
+}
+
+// Grow returns this world with newSize members, as its successor
+// (mw_world_grow): every member calls it and keeps its rank; each newcomer
+// calls CreateWorld with the world's name, newSize and a rank from Size()
+// up. A newcomer that does not come before ctx's deadline (else the
+// context's create timeout) fails it with ErrTimeout, and this world runs
+// on; otherwise it is retired.
+func (w *World) Grow(ctx context.Context, newSize int) (*World, error) {
+	return w.resized(ctx, func(h *C.mw_world_t, timeoutMs C.int, out **C.mw_world_t) C.mw_status_t {
+		return C.mw_world_grow(h, C.int(newSize), timeoutMs, out)
+	})
+}
+
+func (w *World) resized(ctx context.Context,
+	resize func(h *C.mw_world_t, timeoutMs C.int, out **C.mw_world_t) C.mw_status_t) (*World, error) {
+	return w.c.formWorld(ctx, w.backend, w.device, func(timeoutMs C.int, out **C.mw_world_t) error {
+		w.mu.RLock() // the handle stays until the library returned
+		defer w.mu.RUnlock()
+		if w.h == nil {
+			return closedError(ErrInvalidArgument, "world")
+		}
+		return call(func() C.mw_status_t { return resize(w.h, timeoutMs, out) })
+	})
 }
 
 // Close destroys the world, healthy or broken, in bounded time: its pending

@@ -40,7 +40,8 @@ DTYPE_SIZES = {INT8: 1, UINT8: 1, INT32: 4, UINT32: 4, INT64: 8, UINT64: 8,
 # mw_redop_t
 REDOPS = {"sum": 0, "prod": 1, "min": 2, "max": 3, "avg": 4}
 
-WORLD_READY, WORLD_BROKEN = 1, 2
+WORLD_READY, WORLD_BROKEN, WORLD_RETIRED = 1, 2, 3
+SHRINK_DEFAULT, SHRINK_ABORT = 0, 1
 
 # mw_op_kind_t
 (OP_SEND, OP_RECV, OP_BROADCAST, OP_ALLREDUCE, OP_REDUCE, OP_ALLGATHER, OP_GATHER,
@@ -171,6 +172,11 @@ class _Lib:
         self.world_destroy = p("mw_world_destroy", c_int, c_void_p)
         self.world_state = p("mw_world_state", c_int, c_void_p)
         self.world_epoch = p("mw_world_epoch", c_uint64, c_void_p)
+        self.world_rank = p("mw_world_rank", c_int, c_void_p)
+        self.world_size = p("mw_world_size", c_int, c_void_p)
+        self.world_shrink = p("mw_world_shrink", c_int, c_void_p, POINTER(c_int), c_int, c_int, c_int,
+                              POINTER(c_void_p))
+        self.world_grow = p("mw_world_grow", c_int, c_void_p, c_int, c_int, POINTER(c_void_p))
         # Addresses travel as plain ints: the cheapest conversion ctypes has.
         self.submit = p("mw_submit", c_int, c_void_p, c_void_p, c_void_p)
         self.test = p("mw_test", c_int, c_void_p)

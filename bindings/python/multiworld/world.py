@@ -2,18 +2,20 @@
 
 import ctypes
 import enum
+import operator
 import sys
 import threading
 
 from . import _capi
 from ._buffers import adapt, dtype_name
 from .errors import ClosedError, invalid, last_error
-from .request import Request
+from .request import Request, timeout_ms
 
 
 class WorldState(str, enum.Enum):
     READY = "ready"
     BROKEN = "broken"
+    RETIRED = "retired"  # shrunk or grown into a successor; only destroy() is left
     DESTROYED = "destroyed"
 
 
@@ -84,6 +86,8 @@ class World:
             if self._h is None:
                 return WorldState.DESTROYED
             s = _capi.lib.world_state(self._h)
+        if s == _capi.WORLD_RETIRED:
+            return WorldState.RETIRED
         return WorldState.READY if s == _capi.WORLD_READY else WorldState.BROKEN
 
     @property
@@ -115,6 +119,61 @@ class World:
         if h is not None:
             self._ctx._forget_world(h)
             self._ctx._drain()  # report the requests it cancelled
+
+    # ---- shrink and grow -------------------------------------------------------
+    def shrink(self, exclude=None, abort=False, timeout=30.0):
+        """The world without the members `exclude` (ranks of this world;
+        None: exactly those its break named), as a new World: the same
+        name, the next epoch, the survivors in their order renumbered from
+        0. Every survivor calls it with the same list (a list that differs
+        raises InvalidArgumentError naming both); an excluded member that
+        calls it gets WorldBrokenError. abort=True (MW_SHRINK_ABORT, for a
+        broken world) cancels pending requests first; without it none may
+        be pending. This World is retired: its operations fail, destroy()
+        frees it."""
+        if exclude is None:
+            ranks = []
+        else:
+            try:
+                ranks = [operator.index(r) for r in exclude]
+            except TypeError:
+                raise invalid(f"exclude must be None or ranks (ints), got {exclude!r}") from None
+        array = (ctypes.c_int * len(ranks))(*ranks) if ranks else None
+        flags = _capi.SHRINK_ABORT if abort else _capi.SHRINK_DEFAULT
+        return self._resized(lambda h, out: _capi.lib.world_shrink(h, array, len(ranks), flags, timeout_ms(timeout),
+                                                                   out))
+
+    def grow(self, new_size, timeout=30.0):
+        """This world with `new_size` members, as a new World: every member
+        calls it, keeping its rank, and each newcomer calls
+        Context.create_world with the world's name, new_size and a rank from
+        this size up. A newcomer that does not come in `timeout` seconds
+        raises TimeoutError, and this world runs on. Otherwise this World
+        is retired, as by shrink()."""
+        try:
+            size = operator.index(new_size)
+        except TypeError:
+            raise invalid(f"new_size must be an int, got {new_size!r}") from None
+        return self._resized(lambda h, out: _capi.lib.world_grow(h, size, timeout_ms(timeout), out))
+
+    def _resized(self, call):
+        out = ctypes.c_void_p()
+        self._ctx._enter()
+        try:
+            with self._lock:
+                if self._h is None:
+                    raise self._closed()
+                h = self._h
+            status = call(h, ctypes.byref(out))
+            if status != _capi.OK:
+                raise last_error(status)
+            lib = _capi.lib
+            world = World(self._ctx, out.value, self._name, lib.world_rank(out.value), lib.world_size(out.value),
+                          self._backend, self._device)
+            self._ctx._worlds[out.value] = world
+            return world
+        finally:
+            self._ctx._leave()
 
     # ---- point to point --------------------------------------------------------
     def send(self, tensor, dst):

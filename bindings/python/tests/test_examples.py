@@ -114,3 +114,13 @@ def test_compat_collective(name, redis, backend, tmp_path):
         assert "broken" not in out, f"{label}:\n{out}"
         for world, rank in members[label]:
             assert f"{world} rank {rank}: step {STEPS} ok\n" in out, f"{label}:\n{out}"
+
+
+def test_elastic_group(redis, backend, tmp_path):
+    p = Program(tmp_path, redis.url, "elastic", os.path.join(EXAMPLES, "elastic_group.py"), "--backend", backend,
+                "--steps", "100")
+    rc = p.finish(180)
+    out = p.output()
+    assert rc == 0, out
+    assert out.count("shrank to 3 members") == 3 and out.count("grew to 4 members") == 3, out
+    assert "elastic_group: OK" in out, out

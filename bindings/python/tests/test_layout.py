@@ -25,6 +25,8 @@ VALUES = {
         "INT8", "UINT8", "INT32", "UINT32", "INT64", "UINT64", "FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64")},
     **{f"MW_{n.upper()}": v for n, v in _capi.REDOPS.items()},
     "MW_WORLD_READY": _capi.WORLD_READY, "MW_WORLD_BROKEN": _capi.WORLD_BROKEN,
+    "MW_WORLD_RETIRED": _capi.WORLD_RETIRED,
+    "MW_SHRINK_DEFAULT": _capi.SHRINK_DEFAULT, "MW_SHRINK_ABORT": _capi.SHRINK_ABORT,
     **{f"MW_OP_{n}": getattr(_capi, f"OP_{n}") for n in (
         "SEND", "RECV", "BROADCAST", "ALLREDUCE", "REDUCE", "ALLGATHER", "GATHER", "SCATTER", "REDUCE_SCATTER",
         "ALLTOALL", "BARRIER")},

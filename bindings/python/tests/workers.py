@@ -4,6 +4,7 @@ non-zero and its traceback lands in the test's output."""
 
 import asyncio
 import os
+import signal
 import threading
 
 import numpy as np
@@ -384,3 +385,57 @@ def compat_calls(url, rank, backend):
         wm.context.close()
 
     asyncio.run(main())
+
+
+# ---- shrink and grow ----------------------------------------------------------------
+def _summed(w, what):
+    """An allreduce every member checks: rank r gives r + 1."""
+    t = torch.full((8,), w.rank + 1, dtype=torch.int64)
+    w.all_reduce(t).wait(60)
+    want = w.size * (w.size + 1) // 2
+    assert t.tolist() == [want] * 8, f"{what}: rank {w.rank} of {w.size}: {t.tolist()}, want {want}"
+
+
+def elastic(url, backend, rank, to_parent, from_parent):
+    """A member of "elastic" (3 members): after rank 2 is killed it shrinks
+    with the break's list, then grows back to 3 with a newcomer."""
+    with mw.Context(url) as ctx:
+        w = ctx.create_world("elastic", rank, 3, backend=backend, timeout=60)
+        _summed(w, "before")
+        to_parent.put("formed")
+        if rank == 2:
+            signal.pause()
+        ev = next(iter(ctx.events(timeout=30)))
+        assert ev.type == mw.EventType.WORLD_BROKEN and ev.peer_rank == 2, ev
+        shrunk = w.shrink(abort=True, timeout=60)
+        assert (shrunk.name, shrunk.rank, shrunk.size) == ("elastic", rank, 2), shrunk
+        assert shrunk.epoch == w.epoch + 1 and w.state == mw.WorldState.RETIRED
+        try:
+            w.barrier()
+            raise AssertionError("an operation on the retired world ran")
+        except mw.InvalidArgumentError as e:
+            assert str(shrunk.epoch) in str(e), e
+        w.destroy()
+        _summed(shrunk, "shrunk")
+        try:
+            shrunk.shrink(exclude=[rank], timeout=5)
+            raise AssertionError("a shrink excluding this member itself ran")
+        except mw.InvalidArgumentError:
+            pass
+        to_parent.put("shrunk")
+        grown = shrunk.grow(3, timeout=60)
+        assert (grown.rank, grown.size, grown.epoch) == (rank, 3, shrunk.epoch + 1), grown
+        shrunk.destroy()
+        _summed(grown, "grown")
+        from_parent.get(timeout=60)
+        grown.destroy()
+
+
+def newcomer(url, backend, to_parent, from_parent):
+    """Joins "elastic" at rank 2 of 3 once its members grow it."""
+    with mw.Context(url) as ctx:
+        w = ctx.create_world("elastic", 2, 3, backend=backend, timeout=60)
+        _summed(w, "newcomer")
+        to_parent.put("joined")
+        from_parent.get(timeout=60)
+        w.destroy()

@@ -336,7 +336,9 @@ MW_API uint64_t mw_world_epoch(const mw_world_t* world) MW_NOEXCEPT;
  * The library compares the lists through Redis: a survivor whose list
  * differs from the one the first fixed gets MW_ERR_INVALID_ARGUMENT naming
  * both. MW_SHRINK_DEFAULT needs a ready world with no operation pending
- * (else MW_ERR_INVALID_ARGUMENT naming the count); MW_SHRINK_ABORT first
+ * (else MW_ERR_INVALID_ARGUMENT naming the count), or one broken only
+ * because a member the list excludes went (an excluded member that is
+ * torn down may break it before a survivor calls); MW_SHRINK_ABORT first
  * completes every pending operation with MW_ERR_CANCELLED, and is the flag
  * for a broken world.
  *

@@ -16,7 +16,8 @@ class NcclAborter::Teardown {
   const int finalize_ms;  // < 0: abort at once
   // Under State::m.
   bool ended = false;         // the abort or finalization returned
-  bool thread_frees = false;  // release() gave up waiting: the thread frees
+  bool thread_frees = false;  // the thread frees it once it ended
+  bool freed = false;
 };
 
 struct NcclAborter::State {
@@ -47,16 +48,19 @@ struct NcclAborter::State {
       std::shared_ptr<Teardown> t = std::move(queue.front());
       queue.pop_front();
       running = true;
-      lock.unlock();
-      end(*t);
-      lock.lock();
-      running = false;
-      t->ended = true;
-      if (t->thread_frees) {
+      if (!t->ended) {
+        lock.unlock();
+        end(*t);
+        lock.lock();
+        t->ended = true;
+      }
+      if (t->thread_frees && !t->freed) {
         lock.unlock();
         plugin.comm_free(t->comm);
         lock.lock();
+        t->freed = true;
       }
+      running = false;
       done.notify_all();
     }
   }
@@ -75,11 +79,12 @@ NcclAborter::~NcclAborter() {
   {
     std::lock_guard<std::mutex> lock(state_->m);
     state_->stopping = true;
-    stuck = state_->running;
+    stuck = state_->running || !state_->queue.empty();
   }
   state_->work.notify_all();
   // Worlds wait for their own aborts before they go, so what is queued now
-  // is only what a stuck abort holds up.
+  // is what a stuck abort holds up, or the free of a communicator handed
+  // over (which may hang in NCCL): the thread finishes it on its own.
   if (stuck) {
     thread_.detach();
   } else {
@@ -104,14 +109,37 @@ std::shared_ptr<NcclAborter::Teardown> NcclAborter::queue(mwn_comm* comm, int fi
 }
 
 bool NcclAborter::release(const std::shared_ptr<Teardown>& t, std::chrono::milliseconds grace) noexcept {
-  {
-    std::unique_lock<std::mutex> lock(state_->m);
-    if (!state_->done.wait_for(lock, grace, [&] { return t->ended; })) {
-      t->thread_frees = true;
-      return false;
-    }
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  std::unique_lock<std::mutex> lock(state_->m);
+  t->thread_frees = true;
+  if (!state_->done.wait_until(lock, deadline, [&] { return t->ended; })) return false;
+  // Freed on the thread too: a free that hangs in NCCL (as destroying an
+  // aborted communicator can) holds this caller only until the deadline.
+  if (!requeue(t)) {
+    lock.unlock();
+    state_->plugin.comm_free(t->comm);
+    return true;
   }
-  state_->plugin.comm_free(t->comm);
+  return state_->done.wait_until(lock, deadline, [&] { return t->freed; });
+}
+
+void NcclAborter::handOver(const std::shared_ptr<Teardown>& t) noexcept {
+  std::unique_lock<std::mutex> lock(state_->m);
+  t->thread_frees = true;
+  if (!t->ended) return;  // queued or under way: the thread frees it when it ends
+  if (!requeue(t)) {
+    lock.unlock();
+    state_->plugin.comm_free(t->comm);
+  }
+}
+
+bool NcclAborter::requeue(const std::shared_ptr<Teardown>& t) noexcept {
+  try {
+    state_->queue.push_back(t);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  state_->work.notify_one();
   return true;
 }
 

@@ -43,13 +43,18 @@ class NcclAborter {
   // Returns at once.
   std::shared_ptr<Teardown> finalize(mwn_comm* comm, std::chrono::milliseconds grace);
 
-  // After abort() or finalize(): waits up to `grace` for it, then frees the
-  // communicator here. When it still runs then, the aborter's thread frees
-  // the communicator once NCCL returns. False in that case.
+  // After abort() or finalize(): the aborter's thread frees the
+  // communicator once it ended; this waits up to `grace` for both. False
+  // when they still run then (they finish on the thread).
   bool release(const std::shared_ptr<Teardown>& t, std::chrono::milliseconds grace) noexcept;
+  // As release(), without waiting at all: a shrunk or grown world's old
+  // communicator, which nothing uses any more.
+  void handOver(const std::shared_ptr<Teardown>& t) noexcept;
 
  private:
   struct State;
+  // Under State::m: queues `t` again, for its free; false without memory.
+  bool requeue(const std::shared_ptr<Teardown>& t) noexcept;
   std::shared_ptr<Teardown> queue(mwn_comm* comm, int finalize_ms);
   std::shared_ptr<State> state_;
   std::thread thread_;

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MW_NCCL_PLUGIN_ABI 2
+#define MW_NCCL_PLUGIN_ABI 3
 #define MW_NCCL_PLUGIN_ENTRY "mw_nccl_plugin_v1"
 #define MW_NCCL_UNIQUE_ID_BYTES 128
 
@@ -115,7 +115,31 @@ typedef struct {
    * the error. Blocks. comm_free afterwards destroys rather than aborts
    * when it succeeded. */
   int (*comm_finalize)(mwn_comm* comm, int timeout_ms, char* err, size_t err_len);
+
+  /* Shrink and grow, where the loaded NCCL has them (looked up when the
+   * plugin loads: ncclCommShrink since 2.27, ncclCommGrow and
+   * ncclCommGetUniqueId since 2.29). MWN_RESIZE_* bits of what it has. */
+  int (*resize_support)(void);
+  /* ncclCommShrink of `comm` without the `n` ranks in `exclude` (of its
+   * numbering), with NCCL_SHRINK_ABORT when `abort` (operations under way
+   * end first): a new non-blocking communicator on the same device with a
+   * stream of its own, its rank renumbered as NCCL does, polled with
+   * comm_ready. `comm` stays to be freed. */
+  int (*comm_shrink)(mwn_comm* comm, const int* exclude, int n, int abort, mwn_comm** out, char* err,
+                     size_t err_len);
+  /* ncclCommGetUniqueId on an existing member's communicator: the id a
+   * grow's newcomers join with. */
+  int (*grow_id)(mwn_comm* comm, unsigned char id[MW_NCCL_UNIQUE_ID_BYTES], char* err, size_t err_len);
+  /* ncclCommGrow to `size` ranks. An existing member passes its `comm`
+   * (and `id` when it made it, else NULL; `rank` and `device` are then its
+   * own); a newcomer passes comm NULL, the `id`, its `rank` (from the old
+   * size up) and its `device`. Polled with comm_ready, as comm_start. */
+  int (*comm_grow)(mwn_comm* comm, int size, const unsigned char* id, int rank, int device, mwn_comm** out,
+                   char* err, size_t err_len);
 } mwn_plugin;
+
+#define MWN_RESIZE_SHRINK 1
+#define MWN_RESIZE_GROW 2
 
 typedef const mwn_plugin* (*mwn_entry_fn)(void);
 

@@ -1,10 +1,13 @@
 #include "core/backends/nccl/nccl_world.h"
 
+#include <functional>
 #include <thread>
 #include <vector>
 
 #include "core/backends/ucx/ucx_engine.h"
 #include "core/backends/ucx/ucx_world.h"
+#include "core/backend_registry.h"
+#include "core/resize/resize_plan.h"
 #include "core/communicator.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -67,6 +70,67 @@ Status statusOf(int plugin_status) {
   }
 }
 
+// Polls a communicator the plugin started until it formed; frees it and
+// throws when it cannot, or not before `deadline`. Only this thread knows
+// it yet: nothing can abort it but the deadline.
+void awaitComm(const mwn_plugin& plugin, mwn_comm* comm, Deadline deadline) {
+  char err[kErrLen] = "";
+  const auto started = Clock::now();
+  for (;;) {
+    const int st = plugin.comm_ready(comm, err, sizeof err);
+    if (st == MWN_OK) return;
+    if (st != MWN_PENDING || Clock::now() >= deadline) {
+      plugin.comm_free(comm);
+      if (st == MWN_PENDING) throw Error(Status::Timeout, "the NCCL communicator did not form in time");
+      throw Error(statusOf(st), std::string("the NCCL communicator did not form: ") + err);
+    }
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(ncclPauseAfter(Clock::now() - started), deadline - Clock::now()));
+  }
+}
+
+// How the members of a resized world get their communicator: each says
+// whether it can keep its own ("can<rank>"), and rank 0 decides for all
+// ("how": 'k' to shrink or grow the old one, with the id a grow's
+// newcomers join with; 'n' for a new one, with its id).
+struct CommPlan {
+  bool keep = false;
+  std::vector<char> id;  // MW_NCCL_UNIQUE_ID_BYTES, or empty (a shrink that keeps)
+};
+
+CommPlan agreeOnComm(const mwn_plugin& plugin, RedisPool& pool, const Incarnation& inc, int rank, bool can,
+                     int device, const std::function<std::vector<char>()>& grow_id, Deadline deadline) {
+  KvStore store(pool, inc, "n:", deadline);
+  store.set("can" + std::to_string(rank), {can ? '1' : '0'});
+  std::vector<char> how;
+  if (rank == 0) {
+    bool all = can;
+    for (int r = 1; r < inc.size() && all; ++r) all = store.get("can" + std::to_string(r)) == std::vector<char>{'1'};
+    how.push_back(all ? 'k' : 'n');
+    std::vector<char> id;
+    if (!all) {
+      id.resize(MW_NCCL_UNIQUE_ID_BYTES);
+      char err[kErrLen] = "";
+      if (plugin.unique_id(device, reinterpret_cast<unsigned char*>(id.data()), err, sizeof err) != MWN_OK) {
+        throw Error(Status::Backend, std::string("cannot make the NCCL id: ") + err);
+      }
+    } else if (grow_id) {
+      id = grow_id();
+    }
+    how.insert(how.end(), id.begin(), id.end());
+    store.set("how", how);
+  } else {
+    how = store.get("how");
+  }
+  const bool ok = !how.empty() && (how[0] == 'k' || how[0] == 'n') &&
+                  (how.size() == 1 + MW_NCCL_UNIQUE_ID_BYTES || (how.size() == 1 && how[0] == 'k'));
+  if (!ok) {
+    throw Error(Status::Store, "the NCCL plan in Redis under " + store.prefix() + "how has " +
+                                   std::to_string(how.size()) + " bytes, not one this library writes");
+  }
+  return CommPlan{how[0] == 'k', std::vector<char>(how.begin() + 1, how.end())};
+}
+
 }  // namespace
 
 WorldSettings ncclControlSettings(const WorldSettings& world) {
@@ -80,27 +144,111 @@ std::unique_ptr<NcclWorld> NcclWorld::connect(std::shared_ptr<NcclThreads> threa
                                               Deadline deadline) {
   const mwn_plugin& plugin = threads->plugin;
   const int size = inc.size();
-  std::vector<char> id = exchangeId(plugin, pool, inc, rank, device, deadline);
   char err[kErrLen] = "";
   mwn_comm* comm = nullptr;
-  int st = plugin.comm_start(reinterpret_cast<const unsigned char*>(id.data()), rank, size, device, &comm, err,
-                             sizeof err);
-  if (st != MWN_OK) throw Error(statusOf(st), std::string("cannot start the NCCL communicator: ") + err);
-  // Only this thread knows the communicator yet; nothing can abort it but
-  // the deadline.
-  const auto started = Clock::now();
-  for (;;) {
-    st = plugin.comm_ready(comm, err, sizeof err);
-    if (st == MWN_OK) break;
-    if (st != MWN_PENDING || Clock::now() >= deadline) {
-      plugin.comm_free(comm);
-      if (st == MWN_PENDING) throw Error(Status::Timeout, "the NCCL communicator did not form in time");
-      throw Error(statusOf(st), std::string("the NCCL communicator did not form: ") + err);
-    }
-    std::this_thread::sleep_for(
-        std::min<Clock::duration>(ncclPauseAfter(Clock::now() - started), deadline - Clock::now()));
+  int st;
+  const Lineage& lineage = inc.lineage();
+  if (lineage.how == Lineage::How::Grown && rank >= lineage.old_size) {
+    // A newcomer of a grow: it joins the members' communicator where they
+    // grow it (NcclWorld::grow), else the new one they all form.
+    const CommPlan how =
+        agreeOnComm(plugin, pool, inc, rank, plugin.resize_support() & MWN_RESIZE_GROW, device, nullptr, deadline);
+    const auto* id = reinterpret_cast<const unsigned char*>(how.id.data());
+    st = how.keep ? plugin.comm_grow(nullptr, size, id, rank, device, &comm, err, sizeof err)
+                  : plugin.comm_start(id, rank, size, device, &comm, err, sizeof err);
+  } else {
+    std::vector<char> id = exchangeId(plugin, pool, inc, rank, device, deadline);
+    st = plugin.comm_start(reinterpret_cast<const unsigned char*>(id.data()), rank, size, device, &comm, err,
+                           sizeof err);
   }
+  if (st != MWN_OK) throw Error(statusOf(st), std::string("cannot start the NCCL communicator: ") + err);
+  awaitComm(plugin, comm, deadline);
   return std::unique_ptr<NcclWorld>(new NcclWorld(std::move(threads), std::move(control), comm));
+}
+
+std::unique_ptr<WorldBackend> NcclWorld::shrink(const ResizePlan& plan, BackendServices& services,
+                                                const Incarnation& next, const WorldSpec& spec,
+                                                const WorldSettings& settings, Deadline deadline) {
+  return resized(plan, services, next, spec, settings, deadline);
+}
+
+std::unique_ptr<WorldBackend> NcclWorld::grow(const ResizePlan& plan, BackendServices& services,
+                                              const Incarnation& next, const WorldSpec& spec,
+                                              const WorldSettings& settings, Deadline deadline) {
+  return resized(plan, services, next, spec, settings, deadline);
+}
+
+std::unique_ptr<WorldBackend> NcclWorld::resized(const ResizePlan& plan, BackendServices& services,
+                                                 const Incarnation& next, const WorldSpec& spec,
+                                                 const WorldSettings& settings, Deadline deadline) {
+  const WorldSettings control_settings = ncclControlSettings(settings);
+  std::unique_ptr<UcxWorld> control = control_->resized(plan, services.pool(), next, control_settings, deadline);
+  if (!control) {
+    control = UcxWorld::connect(services.ucx(), services.pool(), next, plan.new_rank, plan.new_size,
+                                control_settings, deadline);
+  }
+  const mwn_plugin& plugin = threads_->plugin;
+  const bool shrinking = plan.kind == ResizeKind::Shrink;
+  bool alive, cancelled;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    alive = !teardown_ && !stopped_;
+    cancelled = aborted_;
+  }
+  const bool can = alive && (plugin.resize_support() & (shrinking ? MWN_RESIZE_SHRINK : MWN_RESIZE_GROW));
+  auto grow_id = [&] {
+    std::vector<char> id(MW_NCCL_UNIQUE_ID_BYTES);
+    char err[kErrLen] = "";
+    if (plugin.grow_id(comm_, reinterpret_cast<unsigned char*>(id.data()), err, sizeof err) != MWN_OK) {
+      throw Error(Status::Backend, std::string("cannot make the id of the grow (ncclCommGetUniqueId): ") + err);
+    }
+    return id;
+  };
+  const CommPlan how = agreeOnComm(plugin, services.pool(), next, plan.new_rank, can, spec.device,
+                                   shrinking ? std::function<std::vector<char>()>() : grow_id, deadline);
+  const auto* id = reinterpret_cast<const unsigned char*>(how.id.data());
+  char err[kErrLen] = "";
+  mwn_comm* comm = nullptr;
+  int st;
+  if (!how.keep) {
+    st = plugin.comm_start(id, plan.new_rank, plan.new_size, spec.device, &comm, err, sizeof err);
+  } else if (shrinking) {
+    st = plugin.comm_shrink(comm_, plan.excluded.data(), static_cast<int>(plan.excluded.size()), cancelled ? 1 : 0,
+                            &comm, err, sizeof err);
+  } else {
+    st = plugin.comm_grow(comm_, plan.new_size, plan.new_rank == 0 ? id : nullptr, plan.new_rank, spec.device, &comm,
+                          err, sizeof err);
+  }
+  if (st != MWN_OK) {
+    throw Error(statusOf(st), std::string("cannot ") + (how.keep ? resizeVerb(plan.kind) : "start") +
+                                  " the NCCL communicator: " + err);
+  }
+  awaitComm(plugin, comm, deadline);
+  return std::unique_ptr<NcclWorld>(new NcclWorld(threads_, std::move(control), comm));
+}
+
+void NcclWorld::watchMembers(std::function<void(int peer, const std::string& why)> lost) {
+  control_->watchMembers(std::move(lost));
+}
+
+void NcclWorld::unwatchMembers() noexcept { control_->unwatchMembers(); }
+
+void NcclWorld::retire(WorldBackend*) noexcept {
+  {
+    std::unique_lock<std::mutex> lock(m_);
+    if (stopped_) return;
+    stopped_ = true;
+    submitted_.wait(lock, [&] { return submitting_ == 0; });
+    // A healthy parent is finalized; one that broke was aborted then.
+    if (!aborted_) finalize_ = true;
+    aborted_ = true;
+  }
+  threads_->poller.forget(this);
+  control_->retire(nullptr);
+  // Its successor formed, so nothing runs on it any more (NCCL_SHRINK_ABORT
+  // ended what did): the aborter frees it whenever NCCL lets go, never
+  // holding the caller, as destroying an aborted parent can hang in NCCL.
+  releaseComm(false);
 }
 
 NcclWorld::NcclWorld(std::shared_ptr<NcclThreads> threads, std::unique_ptr<UcxWorld> control, mwn_comm* comm)
@@ -214,7 +362,7 @@ void NcclWorld::stop() noexcept {
   releaseComm();
 }
 
-void NcclWorld::releaseComm() noexcept {
+void NcclWorld::releaseComm(bool wait) noexcept {
   std::shared_ptr<NcclAborter::Teardown> t;
   bool finalize;
   {
@@ -230,6 +378,7 @@ void NcclWorld::releaseComm() noexcept {
       return;
     }
   }
+  if (!wait) return threads_->aborter.handOver(t);
   const auto grace = finalize ? kFinalizeGrace + kAbortGrace : kAbortGrace;
   if (!threads_->aborter.release(t, grace)) {
     MW_LOG(LogLevel::Warn, "the NCCL communicator's teardown still runs %lld ms after the world ended; leaving it "

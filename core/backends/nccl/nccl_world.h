@@ -26,6 +26,7 @@ namespace mw {
 class Incarnation;
 class RedisPool;
 class UcxWorld;
+struct ResizePlan;
 
 // What every NCCL world of a context shares: the plugin, the thread that
 // finds finished operations and the thread that ends communicators. Made
@@ -61,11 +62,32 @@ class NcclWorld : public WorldBackend, private NcclOpOwner {
   void stop() noexcept override;
   std::shared_ptr<ProgressDriver> driver() override { return {threads_, &threads_->poller}; }
 
+  // A shrink or grow: the control world keeps its endpoints where it can
+  // (UcxWorld::resized), and the communicator shrinks with ncclCommShrink
+  // (NCCL_SHRINK_ABORT when MW_SHRINK_ABORT cancelled operations) or grows
+  // with ncclCommGrow where every member's NCCL has them and this one was
+  // not aborted (a broken world's was, at its break); else a new one
+  // forms. The members agree on which through Redis, under the new
+  // incarnation's "n:" keys.
+  std::unique_ptr<WorldBackend> shrink(const ResizePlan& plan, BackendServices& services, const Incarnation& next,
+                                       const WorldSpec& spec, const WorldSettings& settings,
+                                       Deadline deadline) override;
+  std::unique_ptr<WorldBackend> grow(const ResizePlan& plan, BackendServices& services, const Incarnation& next,
+                                     const WorldSpec& spec, const WorldSettings& settings, Deadline deadline) override;
+  // The old communicator ends on the aborter (finalized when healthy),
+  // as a destroy ends it.
+  void retire(WorldBackend* successor) noexcept override;
+  void watchMembers(std::function<void(int peer, const std::string& why)> lost) override;
+  void unwatchMembers() noexcept override;
+
  private:
   NcclWorld(std::shared_ptr<NcclThreads> threads, std::unique_ptr<UcxWorld> control, mwn_comm* comm);
+  std::unique_ptr<WorldBackend> resized(const ResizePlan& plan, BackendServices& services, const Incarnation& next,
+                                        const WorldSpec& spec, const WorldSettings& settings, Deadline deadline);
   OpResult failure() const override;
   void operationFailed(const std::string& why) noexcept override;
-  void releaseComm() noexcept;
+  // Ends the communicator on the aborter; `wait`: for up to its grace.
+  void releaseComm(bool wait = true) noexcept;
 
   const std::shared_ptr<NcclThreads> threads_;
   const std::unique_ptr<UcxWorld> control_;

@@ -45,6 +45,7 @@ pub const MW_AVG: mw_redop_t = 4;
 pub type mw_redop_t = ::std::os::raw::c_uint;
 pub const MW_WORLD_READY: mw_world_state_t = 1;
 pub const MW_WORLD_BROKEN: mw_world_state_t = 2;
+pub const MW_WORLD_RETIRED: mw_world_state_t = 3;
 pub type mw_world_state_t = ::std::os::raw::c_uint;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -386,6 +387,27 @@ extern "C" {
 }
 extern "C" {
     pub fn mw_world_epoch(world: *const mw_world_t) -> u64;
+}
+pub const MW_SHRINK_DEFAULT: mw_shrink_flags_t = 0;
+pub const MW_SHRINK_ABORT: mw_shrink_flags_t = 1;
+pub type mw_shrink_flags_t = ::std::os::raw::c_uint;
+extern "C" {
+    pub fn mw_world_shrink(
+        w: *mut mw_world_t,
+        exclude: *const ::std::os::raw::c_int,
+        n: ::std::os::raw::c_int,
+        flags: ::std::os::raw::c_int,
+        timeout_ms: ::std::os::raw::c_int,
+        out: *mut *mut mw_world_t,
+    ) -> mw_status_t;
+}
+extern "C" {
+    pub fn mw_world_grow(
+        w: *mut mw_world_t,
+        new_size: ::std::os::raw::c_int,
+        timeout_ms: ::std::os::raw::c_int,
+        out: *mut *mut mw_world_t,
+    ) -> mw_status_t;
 }
 extern "C" {
     pub fn mw_send_async(

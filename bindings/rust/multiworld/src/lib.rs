@@ -113,7 +113,7 @@ pub use crate::error::{Error, Result};
 pub use crate::event::{DataPath, Event};
 pub use crate::request::{Request, RequestId};
 pub use crate::scope::{scope, Issue, Scope};
-pub use crate::world::{Backend, ReduceOp, World, WorldState};
+pub use crate::world::{Backend, ReduceOp, ShrinkMode, World, WorldState};
 pub use crate::world_params::{OpTimeout, WorldParams};
 
 /// The version of the loaded library as `(major, minor, patch)`

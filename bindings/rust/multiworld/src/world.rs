@@ -2,10 +2,11 @@
 //! `host_ops.rs` and `device_ops.rs`.
 use std::ptr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use multiworld_sys as sys;
 
-use crate::context::Context;
+use crate::context::{timeout_ms, to_int, Context};
 use crate::error::{last_error, Error, Result};
 
 /// A data-plane backend (`mw_backend_t`).
@@ -113,6 +114,21 @@ pub enum WorldState {
     Ready,
     /// A member failed; operations fail with [`Error::WorldBroken`].
     Broken,
+    /// [`World::shrink`] or [`World::grow`] made its successor: operations
+    /// fail with [`Error::InvalidArgument`] naming the successor's epoch;
+    /// only dropping it is left.
+    Retired,
+}
+
+/// What [`World::shrink`] does with operations still pending
+/// (`mw_shrink_flags_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ShrinkMode {
+    /// `MW_SHRINK_DEFAULT`: the world must be ready with nothing pending.
+    Default,
+    /// `MW_SHRINK_ABORT`: pending operations first complete with
+    /// [`Error::Cancelled`]; the mode for a broken world.
+    Abort,
 }
 
 /// One incarnation of a world on this process (`mw_world_t`): a
@@ -291,8 +307,96 @@ impl<'ctx> World<'ctx> {
         // SAFETY: live world.
         match unsafe { sys::mw_world_state(self.raw) } {
             sys::MW_WORLD_READY => WorldState::Ready,
+            sys::MW_WORLD_RETIRED => WorldState::Retired,
             _ => WorldState::Broken,
         }
+    }
+
+    /// The world without the members `exclude` (ranks of this world;
+    /// `None`: exactly those its break named), as its successor
+    /// (`mw_world_shrink`): the same name, the next epoch, the survivors
+    /// in their order renumbered from 0. Every survivor calls it with the
+    /// same list; one whose list differs gets [`Error::InvalidArgument`]
+    /// naming both, and an excluded member gets [`Error::WorldBroken`].
+    /// This world is retired afterwards ([`WorldState::Retired`]).
+    ///
+    /// ```no_run
+    /// use multiworld::{Event, ShrinkMode};
+    /// use std::time::Duration;
+    /// # let ctx = multiworld::Context::from_env()?;
+    /// # let world = ctx.create_world("w", 0, 3, None)?;
+    /// if let Some(Event::WorldBroken { .. }) = ctx.next_event(Some(Duration::from_secs(1)))? {
+    ///     let world = world.shrink(None, ShrinkMode::Abort, Some(Duration::from_secs(30)))?;
+    ///     println!("{} members now", world.size());
+    /// }
+    /// # Ok::<(), multiworld::Error>(())
+    /// ```
+    pub fn shrink(
+        &self,
+        exclude: Option<&[usize]>,
+        mode: ShrinkMode,
+        timeout: Option<Duration>,
+    ) -> Result<World<'ctx>> {
+        let ranks = exclude
+            .unwrap_or(&[])
+            .iter()
+            .map(|&r| to_int(r, "exclude rank"))
+            .collect::<Result<Vec<i32>>>()?;
+        let n = to_int(ranks.len(), "exclude count")?;
+        let flags = match mode {
+            ShrinkMode::Default => sys::MW_SHRINK_DEFAULT,
+            ShrinkMode::Abort => sys::MW_SHRINK_ABORT,
+        } as i32;
+        let list = if ranks.is_empty() {
+            ptr::null()
+        } else {
+            ranks.as_ptr()
+        };
+        self.resized(|out| {
+            // SAFETY: live world; `list` holds `n` ranks for the call.
+            unsafe { sys::mw_world_shrink(self.raw, list, n, flags, timeout_ms(timeout), out) }
+        })
+    }
+
+    /// This world with `new_size` members, as its successor
+    /// (`mw_world_grow`): every member calls it and keeps its rank; each
+    /// newcomer creates the world with `new_size` and a rank from this
+    /// size up. A newcomer that does not come within `timeout` makes it
+    /// fail with [`Error::Timeout`], and this world runs on; otherwise it
+    /// is retired.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// # let ctx = multiworld::Context::from_env()?;
+    /// # let world = ctx.create_world("w", 0, 2, None)?;
+    /// let world = world.grow(3, Some(Duration::from_secs(30)))?;
+    /// assert_eq!(world.size(), 3);
+    /// # Ok::<(), multiworld::Error>(())
+    /// ```
+    pub fn grow(&self, new_size: usize, timeout: Option<Duration>) -> Result<World<'ctx>> {
+        let size = to_int(new_size, "new_size")?;
+        self.resized(|out| {
+            // SAFETY: live world, valid out-pointer.
+            unsafe { sys::mw_world_grow(self.raw, size, timeout_ms(timeout), out) }
+        })
+    }
+
+    fn resized(
+        &self,
+        call: impl FnOnce(*mut *mut sys::mw_world_t) -> sys::mw_status_t,
+    ) -> Result<World<'ctx>> {
+        let mut raw = ptr::null_mut();
+        let status = call(&mut raw);
+        if status != sys::MW_OK {
+            return Err(Error::from_code(status, last_error(), &self.name, None));
+        }
+        Ok(World::from_raw(
+            self.ctx,
+            raw,
+            self.name.to_string(),
+            self.backend,
+            self.device,
+        ))
     }
 
     /// The context this world belongs to.

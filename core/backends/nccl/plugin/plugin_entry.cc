@@ -1,10 +1,13 @@
 // The plugin's C table: argument checks, locking, and nothing thrown out.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <new>
 #include <thread>
+#include <vector>
 
 #include "core/backends/nccl/plugin/nccl_comm.h"
 
@@ -102,6 +105,39 @@ void release(Comm& c) {
   c.stream = nullptr;
 }
 
+// A communicator's own stream and barrier word, with `device` current;
+// its NCCL communicator is the caller's to make.
+int newComm(int device, int rank, int size, std::shared_ptr<Comm>& out, char* err, size_t len) {
+  auto c = std::make_shared<Comm>();
+  c->device = device;
+  c->rank = rank;
+  c->size = size;
+  cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return say(err, len, MWN_ERR_BACKEND, cudaWhy("cudaStreamCreateWithFlags", e));
+  // Stream-ordered, so neither allocating nor freeing it waits for the
+  // work of other worlds on this device.
+  e = cudaMallocAsync(&c->scratch, sizeof(int32_t), c->stream);
+  if (e == cudaSuccess) e = cudaMemsetAsync(c->scratch, 0, sizeof(int32_t), c->stream);
+  if (e != cudaSuccess) {
+    release(*c);
+    return say(err, len, MWN_ERR_BACKEND, cudaWhy("allocating the barrier's device word", e));
+  }
+  out = std::move(c);
+  return MWN_OK;
+}
+
+// The NCCL call that made `c`'s communicator answered `r`.
+int started(std::shared_ptr<Comm> c, ncclResult_t r, const char* call, mwn_comm** out, char* err, size_t len) {
+  if (r != ncclSuccess && r != ncclInProgress) {
+    if (c->nccl) ncclCommAbort(c->nccl);
+    c->nccl = nullptr;
+    release(*c);
+    return say(err, len, MWN_ERR_BACKEND, ncclWhy(call, r, nullptr));
+  }
+  *out = new mwn_comm{std::move(c)};
+  return MWN_OK;
+}
+
 int commStart(const unsigned char id[MW_NCCL_UNIQUE_ID_BYTES], int rank, int size, int device, mwn_comm** out,
               char* err, size_t len) {
   return guarded(err, len, [&]() -> int {
@@ -112,33 +148,141 @@ int commStart(const unsigned char id[MW_NCCL_UNIQUE_ID_BYTES], int rank, int siz
     if (st != MWN_OK) return st;
     DeviceScope scope(device);
     if (scope.error() != cudaSuccess) return badDevice(scope, err, len);
-    auto c = std::make_shared<Comm>();
-    c->device = device;
-    c->rank = rank;
-    c->size = size;
-    cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
-    if (e != cudaSuccess) return say(err, len, MWN_ERR_BACKEND, cudaWhy("cudaStreamCreateWithFlags", e));
-    // Stream-ordered, so neither allocating nor freeing it waits for the
-    // work of other worlds on this device.
-    e = cudaMallocAsync(&c->scratch, sizeof(int32_t), c->stream);
-    if (e == cudaSuccess) e = cudaMemsetAsync(c->scratch, 0, sizeof(int32_t), c->stream);
-    if (e != cudaSuccess) {
-      release(*c);
-      return say(err, len, MWN_ERR_BACKEND, cudaWhy("allocating the barrier's device word", e));
-    }
+    std::shared_ptr<Comm> c;
+    if ((st = newComm(device, rank, size, c, err, len)) != MWN_OK) return st;
     ncclUniqueId uid;
     std::memcpy(uid.internal, id, MW_NCCL_UNIQUE_ID_BYTES);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclResult_t r = ncclCommInitRankConfig(&c->nccl, size, uid, rank, &config);
-    if (r != ncclSuccess && r != ncclInProgress) {
-      if (c->nccl) ncclCommAbort(c->nccl);
-      c->nccl = nullptr;
-      release(*c);
-      return say(err, len, MWN_ERR_BACKEND, ncclWhy("ncclCommInitRankConfig", r, nullptr));
+    return started(std::move(c), r, "ncclCommInitRankConfig", out, err, len);
+  });
+}
+
+// ---------------------------------------------------------------- resize
+// Looked up in the loaded NCCL, not linked: a libnccl older than the
+// headers the plugin was built with lacks them, and the plugin must still
+// load there (the core then forms new communicators instead).
+
+#ifndef NCCL_SHRINK_DEFAULT
+#define NCCL_SHRINK_DEFAULT 0x00
+#define NCCL_SHRINK_ABORT 0x01
+#endif
+
+using ShrinkFn = ncclResult_t (*)(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int);
+using GrowFn = ncclResult_t (*)(ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*, ncclConfig_t*);
+using GrowIdFn = ncclResult_t (*)(ncclComm_t, ncclUniqueId*);
+
+struct ResizeCalls {
+  ShrinkFn shrink = nullptr;
+  GrowFn grow = nullptr;
+  GrowIdFn grow_id = nullptr;
+};
+
+const ResizeCalls& resizeCalls() {
+  static const ResizeCalls calls = [] {
+    ResizeCalls c;
+    // The libnccl this plugin was loaded with, found through one of its
+    // own functions.
+    void* lib = nullptr;
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&ncclGetVersion), &info) && info.dli_fname) {
+      lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     }
-    *out = new mwn_comm{std::move(c)};
+    void* where = lib ? lib : RTLD_DEFAULT;
+    c.shrink = reinterpret_cast<ShrinkFn>(dlsym(where, "ncclCommShrink"));
+    c.grow = reinterpret_cast<GrowFn>(dlsym(where, "ncclCommGrow"));
+    c.grow_id = reinterpret_cast<GrowIdFn>(dlsym(where, "ncclCommGetUniqueId"));
+    return c;
+  }();
+  return calls;
+}
+
+int resizeSupport() {
+  const ResizeCalls& c = resizeCalls();
+  return (c.shrink ? MWN_RESIZE_SHRINK : 0) | (c.grow && c.grow_id ? MWN_RESIZE_GROW : 0);
+}
+
+int commShrink(mwn_comm* h, const int* exclude, int n, int abort, mwn_comm** out, char* err, size_t len) {
+  return guarded(err, len, [&]() -> int {
+    if (!h || !out || n < 0 || (n > 0 && !exclude)) return say(err, len, MWN_ERR_ARGUMENT, "comm_shrink: bad arguments");
+    const ResizeCalls& calls = resizeCalls();
+    if (!calls.shrink) return say(err, len, MWN_ERR_UNSUPPORTED, "the loaded NCCL has no ncclCommShrink");
+    Comm& parent = *h->comm;
+    std::vector<int> ranks(exclude, exclude + n);
+    int rank = parent.rank;
+    for (int r : ranks) {
+      if (r < 0 || r >= parent.size || r == parent.rank) return say(err, len, MWN_ERR_ARGUMENT, "comm_shrink: bad rank");
+      if (r < parent.rank) --rank;
+    }
+    DeviceScope scope(parent.device);
+    if (scope.error() != cudaSuccess) return badDevice(scope, err, len);
+    std::shared_ptr<Comm> c;
+    int st = newComm(parent.device, rank, parent.size - n, c, err, len);
+    if (st != MWN_OK) return st;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t r;
+    {
+      std::lock_guard<std::mutex> lock(parent.m);
+      if (parent.aborted || !parent.nccl) {
+        release(*c);
+        return say(err, len, MWN_ERR_TRANSPORT, "comm_shrink: the communicator was aborted");
+      }
+      r = calls.shrink(parent.nccl, ranks.data(), n, &c->nccl, &config, abort ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT);
+    }
+    return started(std::move(c), r, "ncclCommShrink", out, err, len);
+  });
+}
+
+int growId(mwn_comm* h, unsigned char id[MW_NCCL_UNIQUE_ID_BYTES], char* err, size_t len) {
+  return guarded(err, len, [&]() -> int {
+    if (!h || !id) return say(err, len, MWN_ERR_ARGUMENT, "grow_id: bad arguments");
+    const ResizeCalls& calls = resizeCalls();
+    if (!calls.grow_id) return say(err, len, MWN_ERR_UNSUPPORTED, "the loaded NCCL has no ncclCommGetUniqueId");
+    Comm& c = *h->comm;
+    DeviceScope scope(c.device);
+    std::lock_guard<std::mutex> lock(c.m);
+    ncclUniqueId uid;
+    ncclResult_t r = calls.grow_id(c.nccl, &uid);
+    if (r != ncclSuccess) return say(err, len, MWN_ERR_BACKEND, ncclWhy("ncclCommGetUniqueId", r, c.nccl));
+    std::memcpy(id, uid.internal, MW_NCCL_UNIQUE_ID_BYTES);
     return MWN_OK;
+  });
+}
+
+int commGrow(mwn_comm* h, int size, const unsigned char* id, int rank, int device, mwn_comm** out, char* err,
+             size_t len) {
+  return guarded(err, len, [&]() -> int {
+    if (!out || size < 1 || (!h && (!id || rank < 0 || rank >= size))) {
+      return say(err, len, MWN_ERR_ARGUMENT, "comm_grow: bad arguments");
+    }
+    const ResizeCalls& calls = resizeCalls();
+    if (!calls.grow) return say(err, len, MWN_ERR_UNSUPPORTED, "the loaded NCCL has no ncclCommGrow");
+    if (h) {
+      device = h->comm->device;
+      rank = h->comm->rank;
+    } else {
+      int st = checkDevice(device, err, len);
+      if (st != MWN_OK) return st;
+    }
+    DeviceScope scope(device);
+    if (scope.error() != cudaSuccess) return badDevice(scope, err, len);
+    std::shared_ptr<Comm> c;
+    int st = newComm(device, rank, size, c, err, len);
+    if (st != MWN_OK) return st;
+    ncclUniqueId uid;
+    if (id) std::memcpy(uid.internal, id, MW_NCCL_UNIQUE_ID_BYTES);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t r;
+    if (h) {
+      std::lock_guard<std::mutex> lock(h->comm->m);
+      r = calls.grow(h->comm->nccl, size, id ? &uid : nullptr, -1, &c->nccl, &config);
+    } else {
+      r = calls.grow(nullptr, size, &uid, rank, &c->nccl, &config);
+    }
+    return started(std::move(c), r, "ncclCommGrow", out, err, len);
   });
 }
 
@@ -316,6 +460,7 @@ extern "C" __attribute__((visibility("default"))) const mwn_plugin* mw_nccl_plug
       MW_NCCL_PLUGIN_ABI,     mwnccl::linkedNcclVersion(), mwnccl::probe,     mwnccl::uniqueId,
       mwnccl::commStart,      mwnccl::commReady,           mwnccl::opStart,   mwnccl::opQuery,
       mwnccl::opFree,         mwnccl::commAbort,           mwnccl::commFree,  mwnccl::commFinalize,
+      mwnccl::resizeSupport,  mwnccl::commShrink,          mwnccl::growId,    mwnccl::commGrow,
   };
   return &table;
 }

@@ -142,19 +142,26 @@ public final class Context implements AutoCloseable {
       int st = Multiworld.mwj_world_create_with(handle, name, rank, size, backend.code(), device, timeoutMs,
           options.opTimeoutMs(), options.pathFailoverCode(), out);
       if (st != mw_status_t.MW_OK) throw MultiWorldException.of(st, Multiworld.mw_last_error());
-      long h = out[0];
-      World world = new World(this, h, Multiworld.mw_world_name(h), Multiworld.mw_world_rank(h),
-          Multiworld.mw_world_size(h), backend, device, Multiworld.mw_world_epoch(h));
-      worlds.put(h, world);
-      events.claim(world, h);
-      if (closing) {  // close() ran meanwhile and may not have seen this world
-        world.close();
-        throw new IllegalStateException("context closed while creating world '" + name + "'");
-      }
-      return world;
+      return adopt(out[0], backend, device);
     } finally {
       lifecycle.readLock().unlock();
     }
+  }
+
+  /**
+   * A world the library just formed (created, shrunk or grown), under {@link #lifecycle}'s read
+   * lock: registered, or closed again when this context is closing.
+   */
+  World adopt(long h, Backend backend, int device) {
+    World world = new World(this, h, Multiworld.mw_world_name(h), Multiworld.mw_world_rank(h),
+        Multiworld.mw_world_size(h), backend, device, Multiworld.mw_world_epoch(h));
+    worlds.put(h, world);
+    events.claim(world, h);
+    if (closing) {  // close() ran meanwhile and may not have seen this world
+      world.close();
+      throw new IllegalStateException("context closed while forming world '" + world.name() + "'");
+    }
+    return world;
   }
 
   /** The worlds of this context that are not closed yet. */

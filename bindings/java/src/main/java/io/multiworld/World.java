@@ -4,6 +4,7 @@ import static io.multiworld.WorldIssuer.bytes;
 
 import io.multiworld.swig.Multiworld;
 import io.multiworld.swig.mw_op_kind_t;
+import io.multiworld.swig.mw_shrink_flags_t;
 import io.multiworld.swig.mw_status_t;
 import io.multiworld.swig.mw_world_state_t;
 import java.nio.Buffer;
@@ -12,6 +13,7 @@ import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.nio.LongBuffer;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -116,8 +118,9 @@ public final class World implements AutoCloseable {
     lock.readLock().lock();
     try {
       if (handle == 0) return WorldState.CLOSED;
-      return Multiworld.mw_world_state(handle) == mw_world_state_t.MW_WORLD_BROKEN
-          ? WorldState.BROKEN : WorldState.READY;
+      int s = Multiworld.mw_world_state(handle);
+      if (s == mw_world_state_t.MW_WORLD_RETIRED) return WorldState.RETIRED;
+      return s == mw_world_state_t.MW_WORLD_BROKEN ? WorldState.BROKEN : WorldState.READY;
     } finally {
       lock.readLock().unlock();
     }
@@ -130,6 +133,76 @@ public final class World implements AutoCloseable {
   /** The member blamed for the break, once this process heard of it; -1 otherwise. */
   public int brokenPeer() {
     return notice.peerRank();
+  }
+
+  /** What {@link #shrink} does with operations still pending ({@code mw_shrink_flags_t}). */
+  public enum ShrinkMode {
+    /** The world must be ready with nothing pending. */
+    DEFAULT,
+    /**
+     * Pending operations first fail with {@link OperationCancelledException}; the mode for a broken
+     * world.
+     */
+    ABORT
+  }
+
+  /**
+   * The world without the members {@code exclude} (ranks of this world; {@code null}: exactly those
+   * its break named), as its successor ({@code mw_world_shrink}): the same name, the next epoch,
+   * the survivors in their order renumbered from 0. Every survivor calls it with the same list.
+   * This world is retired afterwards ({@link WorldState#RETIRED}); close it.
+   *
+   * @throws InvalidArgumentException for a bad rank, or a list that differs from the other
+   *     survivors' (the message names both)
+   * @throws WorldBrokenException when this member is excluded, or a member died meanwhile
+   * @throws TimeoutException when a survivor did not come in time
+   */
+  public World shrink(int[] exclude, ShrinkMode mode, Duration timeout) {
+    int flags = mode == ShrinkMode.ABORT ? mw_shrink_flags_t.MW_SHRINK_ABORT : mw_shrink_flags_t.MW_SHRINK_DEFAULT;
+    int ms = timeoutMs(timeout);
+    return resized((h, out) -> Multiworld.mw_world_shrink(h, exclude, flags, ms, out));
+  }
+
+  /**
+   * This world with {@code newSize} members, as its successor ({@code mw_world_grow}): every member
+   * calls it and keeps its rank; each newcomer calls {@link Context#createWorld} with the world's
+   * name, {@code newSize} and a rank from {@link #size()} up. This world is retired afterwards.
+   *
+   * @throws TimeoutException when a newcomer did not come in time; this world runs on
+   * @throws InvalidArgumentException when {@code newSize} is not above the size
+   */
+  public World grow(int newSize, Duration timeout) {
+    int ms = timeoutMs(timeout);
+    return resized((h, out) -> Multiworld.mw_world_grow(h, newSize, ms, out));
+  }
+
+  private interface Resize {
+    int call(long handle, long[] out);
+  }
+
+  private static int timeoutMs(Duration timeout) {
+    if (Objects.requireNonNull(timeout, "timeout").isNegative()) {
+      throw new IllegalArgumentException("negative timeout " + timeout);
+    }
+    return (int) Math.min(Integer.MAX_VALUE, timeout.toMillis());
+  }
+
+  private World resized(Resize resize) {
+    context.lifecycle.readLock().lock();
+    try {
+      lock.readLock().lock();
+      try {
+        if (handle == 0) throw new IllegalStateException("world '" + name + "' is closed");
+        long[] out = new long[1];
+        int st = resize.call(handle, out);
+        if (st != mw_status_t.MW_OK) throw MultiWorldException.of(st, Multiworld.mw_last_error());
+        return context.adopt(out[0], backend, device);
+      } finally {
+        lock.readLock().unlock();
+      }
+    } finally {
+      context.lifecycle.readLock().unlock();
+    }
   }
 
   /**

@@ -6,6 +6,11 @@ public enum WorldState {
   READY,
   /** A member failed; every operation fails with {@link WorldBrokenException}. Close it. */
   BROKEN,
+  /**
+   * {@link World#shrink} or {@link World#grow} made its successor; every operation fails with
+   * {@link InvalidArgumentException} naming the successor's epoch. Close it.
+   */
+  RETIRED,
   /** {@link World#close()} ran (or its context was closed). */
   CLOSED
 }

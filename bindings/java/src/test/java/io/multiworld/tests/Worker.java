@@ -42,6 +42,22 @@ public final class Worker {
         case "collectives":
           Scenarios.collectives(world);
           break;
+        case "elastic-survivor":
+          ResizeTest.summed(world);
+          try (World shrunk = ResizeTest.afterTheKill(ctx, world);
+               World grown = shrunk.grow(3, Duration.ofSeconds(60))) {
+            ResizeTest.summed(grown);
+            Workers.get(grown.barrier(), 60);
+          }
+          break;
+        case "elastic-victim":
+          ResizeTest.summed(world);
+          Thread.sleep(120_000);  // until killed
+          break;
+        case "elastic-newcomer":
+          ResizeTest.summed(world);
+          Workers.get(world.barrier(), 60);
+          break;
         default:
           throw new IllegalArgumentException("unknown scenario " + scenario);
       }
