@@ -49,7 +49,7 @@ def worker(wid, rank, size, changes, backend, steps, board):
             n = w.size
             t = torch.empty(WIDTH + 1, dtype=torch.int64)
             t[:WIDTH] = (wid + 1) * (step + 1) + base
-            t[WIDTH] = 1 if board["target"] > n else 0  # a replacement waits: grow
+            t[WIDTH] = 1 if board.target.value > n else 0  # a replacement waits: grow
             try:
                 w.all_reduce(t).wait(60)
             except mw.WorldBrokenError:
@@ -57,7 +57,8 @@ def worker(wid, rank, size, changes, backend, steps, board):
                 shrunk = w.shrink(abort=True, timeout=60)
                 w.destroy()
                 w, changes = shrunk, changes + 1
-                board["shrunk"] += 1
+                with board.shrunk.get_lock():
+                    board.shrunk.value += 1
                 print(f"worker {wid}: shrank to {w.size} members (rank {w.rank}), epoch {w.epoch}", flush=True)
                 step, id_sum = resync(w, step, wid)
                 continue
@@ -66,7 +67,7 @@ def worker(wid, rank, size, changes, backend, steps, board):
                 print(f"worker {wid}: step {step}: wrong sum", flush=True)
                 sys.exit(1)
             step += 1
-            board["step"] = max(board["step"], step)
+            board.step.value = max(board.step.value, step)
             if int(t[WIDTH]) > 0:
                 # Every member saw the same sum, so every member grows here.
                 grown = w.grow(n + 1, timeout=60)
@@ -92,24 +93,24 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     args = ap.parse_args()
     ctx = mp.get_context("fork")
-    board = ctx.Manager().dict(step=0, shrunk=0, target=0)
+    board = argparse.Namespace(step=ctx.Value("i", 0), shrunk=ctx.Value("i", 0), target=ctx.Value("i", 0))
     procs = [ctx.Process(target=worker, args=(i, i, WORKERS, 0, args.backend, args.steps, board))
              for i in range(WORKERS)]
     for p in procs:
         p.start()
     try:
-        await_(lambda: board["step"] >= KILL_AT, f"step {KILL_AT}")
+        await_(lambda: board.step.value >= KILL_AT, f"step {KILL_AT}")
         os.kill(procs[2].pid, signal.SIGKILL)
         procs[2].join()
         print("elastic_group: killed worker 2", flush=True)
-        await_(lambda: board["shrunk"] == WORKERS - 1, "the survivors' shrink")
+        await_(lambda: board.shrunk.value == WORKERS - 1, "the survivors' shrink")
         # The replacement joins the shrunk world of 3 as its rank 3; the
         # members grow once they all saw that it waits.
         replacement = ctx.Process(target=worker, args=(WORKERS, WORKERS - 1, WORKERS, 2, args.backend, args.steps,
                                                        board))
         replacement.start()
         procs.append(replacement)
-        board["target"] = WORKERS
+        board.target.value = WORKERS
         for p in procs:
             p.join(120)
         failed = [p.pid for p in procs if p is not procs[2] and p.exitcode != 0]
@@ -117,7 +118,7 @@ def main():
         for p in procs:
             if p.is_alive():
                 p.kill()
-    print(f"elastic_group: {'FAILED ' + str(failed) if failed else 'OK'} ({board['step']} steps)", flush=True)
+    print(f"elastic_group: {'FAILED ' + str(failed) if failed else 'OK'} ({board.step.value} steps)", flush=True)
     return 1 if failed else 0
 
 
