@@ -61,7 +61,21 @@ TEST(SoakSchedule, FaultsStayWithinTheirBounds) {
       EXPECT_FALSE(worlds[static_cast<size_t>(f.world)].allreduce);
       EXPECT_GE(worlds[static_cast<size_t>(f.world)].rankOf(f.member), 0);
     }
+    if (f.kind == FaultKind::Shrink) {
+      // A member of an allreduce world: its two others shrink it.
+      ASSERT_GE(f.world, 0);
+      EXPECT_TRUE(worlds[static_cast<size_t>(f.world)].allreduce);
+      EXPECT_GE(worlds[static_cast<size_t>(f.world)].rankOf(f.member), 0);
+    }
   }
+}
+
+TEST(SoakSchedule, ShrinkIsAFaultKindThatBreaksTheWorldsOfItsMember) {
+  FaultKind k;
+  ASSERT_TRUE(faultFromName("shrink", &k));
+  EXPECT_EQ(k, FaultKind::Shrink);
+  EXPECT_STREQ(faultName(FaultKind::Shrink), "shrink");
+  EXPECT_TRUE(breaksWorlds(FaultKind::Shrink));
 }
 
 TEST(SoakTopology, EveryMemberInTwoStreamsAndTriplesSpread) {

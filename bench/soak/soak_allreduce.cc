@@ -16,12 +16,15 @@ namespace {
 
 class Allreduce : public WorldTraffic {
  public:
-  Allreduce(const WorldSpec& spec, int world_index, int member, Cell& cell, Notes& notes)
-      : spec_(spec), index_(world_index), rank_(spec.rankOf(member)), cell_(cell), notes_(notes),
-        in_(std::max<size_t>(spec.bytes / 8, 2)), out_(in_.size()) {}
+  Allreduce(const WorldSpec& spec, int world_index, int, Cell& cell, Notes& notes)
+      : spec_(spec), index_(world_index), cell_(cell), notes_(notes), in_(std::max<size_t>(spec.bytes / 8, 2)),
+        out_(in_.size()) {}
 
   void start(mw_world_t* w, int64_t now) override {
     world_ = w;
+    // A shrink or grow renumbers the members (soak_schedule.h, Shrink).
+    rank_ = mw_world_rank(w);
+    size_ = mw_world_size(w);
     iteration_ = 0;
     ending_ = done_ = peer_ending_ = false;
     broken_ns_ = 0;
@@ -93,7 +96,7 @@ class Allreduce : public WorldTraffic {
  private:
   void check() {
     const mwlab::SumVerdict v =
-        mwlab::judgeSum(out_.data(), out_.size() - 1, iteration_, static_cast<int>(spec_.members.size()));
+        mwlab::judgeSum(out_.data(), out_.size() - 1, iteration_, size_);
     cell_.lost.fetch_add(v.lost);
     cell_.duplicated.fetch_add(v.doubled);
     cell_.reordered.fetch_add(v.other_iteration);
@@ -109,7 +112,8 @@ class Allreduce : public WorldTraffic {
   }
 
   const WorldSpec& spec_;
-  const int index_, rank_;
+  const int index_;
+  int rank_ = 0, size_ = 0;
   Cell& cell_;
   Notes& notes_;
   std::vector<uint64_t> in_, out_;

@@ -17,6 +17,7 @@ constexpr int kMaxWorlds = 32;
 constexpr int kMaxBreaks = 512;  // break records per member process
 constexpr int kMaxNotes = 32;    // unexpected things a member process said
 constexpr int kNoteBytes = 240;
+constexpr int kMaxWorldMembers = 3;  // a stream world's two, an allreduce world's three
 
 // Where one of a member's worlds stands.
 enum CellState : int {
@@ -47,6 +48,18 @@ struct Cell {
   // Driver -> member: bumped to ask; the member copies it to *_done once done.
   std::atomic<int> churn_request{0}, churn_done{0};
   std::atomic<int> cancel_request{0}, cancel_done{0};
+  // A shrink fault: the survivors shrink the broken world rather than form
+  // it again, then grow it back once its replacement waits.
+  std::atomic<int> shrink_request{0}, shrink_done{0};
+  std::atomic<int> grow_request{0}, grow_done{0};
+  // Driver -> a replacement: hold off forming the world (1) until the
+  // survivors shrank it; then join their grow as its newcomer (joins = 1),
+  // its ranks' members being `order` (the last: this member).
+  std::atomic<int> hold{0}, joins{0};
+  // The member id of each rank of the current incarnation (written by the
+  // member; set by the driver for a newcomer), kMaxWorldMembers at most.
+  std::atomic<int> order[kMaxWorldMembers] = {};
+  std::atomic<int> order_size{0};
 };
 
 // A break as one member saw it.

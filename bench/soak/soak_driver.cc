@@ -173,13 +173,15 @@ class Driver {
 
   // A member's process is gone: what it recorded is judged and counted,
   // and a new process takes its slot.
-  void replace(int m) {
+  // `prepare` writes the new process's requests into its fresh slot.
+  void replace(int m, const std::function<void(MemberSlot&)>& prepare = nullptr) {
     settle(m);
     MemberSlot& slot = board_->members[m];
     const int generation = slot.generation.load();
     slot.~MemberSlot();
     new (&slot) MemberSlot();
     slot.generation.store(generation + 1);
+    if (prepare) prepare(slot);
     breaks_seen_[static_cast<size_t>(m)] = notes_seen_[static_cast<size_t>(m)] = 0;
     spawn(m);
   }
@@ -356,7 +358,57 @@ class Driver {
       case FaultKind::Cancel:
         board_->members[f.member].cells[f.world].cancel_request.fetch_add(1);
         return;
+      case FaultKind::Shrink:
+        shrinkAndGrow(f);
+        return;
     }
+  }
+
+  // The shrink fault: the member is killed; the survivors of its
+  // allreduce world shrink it (its other worlds form again, as after
+  // kill9); its replacement then joins their grow as the newcomer.
+  void shrinkAndGrow(const Fault& f) {
+    const WorldSpec& world = worlds_[static_cast<size_t>(f.world)];
+    std::vector<int> survivors;
+    for (int m : world.members) {
+      if (m != f.member) survivors.push_back(m);
+    }
+    for (int m : survivors) board_->members[m].cells[f.world].shrink_request.fetch_add(1);
+    members_[static_cast<size_t>(f.member)]->kill9();  // returns once reaped
+    referee_.exited(monotonicNs());
+    replace(f.member, [&](MemberSlot& slot) {
+      slot.cells[f.world].hold.store(1);
+      slot.cells[f.world].joins.store(1);
+    });
+    Cell& replacement = board_->members[f.member].cells[f.world];
+    const int smaller = static_cast<int>(survivors.size());
+    const bool shrunk = waitFor(
+        [&] {
+          for (int m : survivors) {
+            const Cell& c = board_->members[m].cells[f.world];
+            if (c.shrink_done.load() != c.shrink_request.load() || c.state.load() != kRunning ||
+                c.order_size.load() != smaller) {
+              return false;
+            }
+          }
+          return true;
+        },
+        kRecoverLimitNs);
+    if (!shrunk) {
+      // It forms again as after kill9 (the survivors said why in notes).
+      referee_.violation("the survivors of " + world.name + " did not shrink it within " +
+                         std::to_string(kRecoverLimitNs / kS) + " s");
+      replacement.joins.store(0);
+      replacement.hold.store(0);
+      return;
+    }
+    // The newcomer's ranks: the survivors' order, then itself.
+    const Cell& first = board_->members[survivors[0]].cells[f.world];
+    for (int r = 0; r < smaller; ++r) replacement.order[r].store(first.order[r].load());
+    replacement.order[smaller].store(f.member);
+    replacement.order_size.store(smaller + 1);
+    for (int m : survivors) board_->members[m].cells[f.world].grow_request.fetch_add(1);
+    replacement.hold.store(0);
   }
 
   void sampleLeaks() {

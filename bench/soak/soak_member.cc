@@ -114,16 +114,36 @@ class Member {
 
   // The creator thread of one world: forms an incarnation whenever asked,
   // retrying until it forms (a peer may be dead, stopped or cut off for a
-  // while) or the run ends.
+  // while) or the run ends; or shrinks or grows the current one.
   void createLoop(WorldSlot& s) {
     while (s.awaitRequest(quit_)) {
+      mw_world_t* from = nullptr;
+      int new_size = 0;
+      if (s.takeResize(&from, &new_size) && resize(s, from, new_size)) {
+        s.done();
+        continue;
+      }
+      // A replacement of a shrink fault waits until the survivors shrank
+      // the world, then joins their grow as its newcomer.
+      while (s.cell.hold.load() && !quit_.load() && !board_.stop.load()) s.pause(10 * kMs, quit_);
+      const bool newcomer = s.cell.joins.load() != 0;
+      const int size = static_cast<int>(s.spec.members.size());
       const int64_t began = monotonicNs();
       for (bool said = false; !quit_.load() && !board_.stop.load();) {
         mw_world_t* w = nullptr;
-        const mw_status_t st = mw_world_create(ctx_, s.spec.name.c_str(), s.rank,
-                                               static_cast<int>(s.spec.members.size()), spec_.backend, 0,
-                                               spec_.create_timeout_ms, &w);
+        const mw_status_t st = mw_world_create(ctx_, s.spec.name.c_str(), newcomer ? size - 1 : s.rank, size,
+                                               spec_.backend, 0, spec_.create_timeout_ms, &w);
         if (st == MW_OK) {
+          if (newcomer) {
+            std::vector<int> order;
+            for (int r = 0; r < std::min(s.cell.order_size.load(), kMaxWorldMembers); ++r) {
+              order.push_back(s.cell.order[r].load());
+            }
+            s.setOrder(std::move(order));
+            s.cell.joins.store(0);
+          } else {
+            s.setOrder(s.spec.members);
+          }
           s.publish(w);
           break;
         }
@@ -138,6 +158,35 @@ class Member {
       }
       s.done();
     }
+  }
+
+  // A shrink (new_size < 0: the members the break named leave) or a grow
+  // of `from`, on the creator thread: the successor is published as a
+  // created world, and `from`, retired, destroyed. False when it failed
+  // (said in a note): the world then forms again.
+  bool resize(WorldSlot& s, mw_world_t* from, int new_size) {
+    mw_world_t* next = nullptr;
+    const bool shrink = new_size < 0;
+    const mw_status_t st = shrink ? mw_world_shrink(from, nullptr, 0, MW_SHRINK_ABORT, spec_.create_timeout_ms, &next)
+                                  : mw_world_grow(from, new_size, spec_.create_timeout_ms, &next);
+    const std::string why = st == MW_OK ? "" : mw_last_error();
+    if (mw_world_destroy(from) != MW_OK) {
+      notes_.note("world %s: mw_world_destroy: %s", s.spec.name.c_str(), mw_last_error());
+    }
+    s.destroyed();
+    if (shrink) {
+      s.cell.shrink_done.store(s.cell.shrink_request.load());
+    } else {
+      s.cell.grow_done.store(s.cell.grow_request.load());
+    }
+    if (st != MW_OK) {
+      notes_.note("world %s: mw_world_%s: %s (%s)", s.spec.name.c_str(), shrink ? "shrink" : "grow",
+                  mw_status_string(st), why.c_str());
+      s.setOrder(s.spec.members);
+      return false;
+    }
+    s.publish(next);
+    return true;
   }
 
   // The event thread: times each break when it is announced, whatever the
@@ -232,6 +281,12 @@ class Member {
         s.first_sign_ns = 0;
         s.break_in_end_ns = 0;
         s.during_end = false;
+        // Whose rank is whose, for the driver (a shrink fault's newcomer).
+        const std::vector<int> order = s.order();
+        for (size_t r = 0; r < order.size() && r < static_cast<size_t>(kMaxWorldMembers); ++r) {
+          cell.order[r].store(order[r]);
+        }
+        cell.order_size.store(static_cast<int>(std::min(order.size(), static_cast<size_t>(kMaxWorldMembers))));
         cell.incarnations.fetch_add(1);
         cell.formed_ns.store(now);
         s.traffic->start(w, now);
@@ -243,7 +298,8 @@ class Member {
           toBroken(s, now);
           return;
         }
-        if (stop || cell.churn_request.load() != cell.churn_done.load() || s.traffic->peerEnding()) {
+        if (stop || cell.churn_request.load() != cell.churn_done.load() || s.traffic->peerEnding() ||
+            growAsked(s)) {
           s.traffic->beginEnd();
           s.end_began_ns = now;
           cell.state.store(kEnding);
@@ -256,7 +312,13 @@ class Member {
       case kEnding:
         if (s.traffic->done()) {
           cell.ended.fetch_add(1);
-          endIncarnation(s, stop);
+          // Every member voted to end after the same iteration: nothing is
+          // pending on any of them, as a grow needs.
+          if (!stop && growAsked(s)) {
+            resizeIncarnation(s, false);
+          } else {
+            endIncarnation(s, stop);
+          }
           return;
         }
         if (s.traffic->brokenNs() || s.eventCame()) {
@@ -283,7 +345,11 @@ class Member {
           record(s);
           s.traffic->afterBreak();
           cell.broke.fetch_add(1);
-          endIncarnation(s, stop);
+          if (!stop && cell.shrink_request.load() != cell.shrink_done.load()) {
+            resizeIncarnation(s, true);
+          } else {
+            endIncarnation(s, stop);
+          }
         }
         return;
       default:
@@ -301,6 +367,38 @@ class Member {
     } else {
       s.requestCreate();
     }
+  }
+
+  bool growAsked(WorldSlot& s) const { return s.cell.grow_request.load() != s.cell.grow_done.load() && s.left >= 0; }
+
+  // A shrink fault: the broken world shrinks without the member its break
+  // named, or grows back to take it again, on the creator thread. Where
+  // that member is not known, the world forms again as after any break.
+  void resizeIncarnation(WorldSlot& s, bool shrink) {
+    std::vector<int> order = s.order();
+    int new_size = -1;
+    if (shrink) {
+      const int gone = s.eventBlamed();
+      auto it = std::find(order.begin(), order.end(), gone);
+      if (gone < 0 || it == order.end()) {
+        s.cell.shrink_done.store(s.cell.shrink_request.load());
+        return endIncarnation(s, false);
+      }
+      order.erase(it);
+      s.left = gone;
+    } else {
+      order.push_back(s.left);
+      s.left = -1;
+      new_size = static_cast<int>(order.size());
+    }
+    s.forget();
+    // What was posted on it completes unheard (a freed request's
+    // completion is never delivered).
+    s.traffic->releaseAfterDestroy();
+    mw_world_t* w = s.world;
+    s.world = nullptr;
+    s.cell.churn_done.store(s.cell.churn_request.load());
+    s.requestResize(w, new_size, std::move(order));
   }
 
   void toBroken(WorldSlot& s, int64_t now) {

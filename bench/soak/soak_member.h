@@ -1,7 +1,8 @@
 // A soak member process: one context, every world of the topology it is
 // in, checked traffic on each, and what it sees written to its slot of the
-// board. Broken worlds are destroyed and formed again under the same name;
-// the driver's requests (churn, cancel, stop) are read from the board.
+// board. Broken worlds are destroyed and formed again under the same name,
+// or shrunk and grown back (a shrink fault); the driver's requests (churn,
+// cancel, shrink, grow, stop) are read from the board.
 #pragma once
 
 #include <multiworld/multiworld.h>

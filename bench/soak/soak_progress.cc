@@ -21,7 +21,9 @@ bool Progress::moves(int m, int w, const Since& since) const {
                            ? since.delivered[static_cast<size_t>(m * kMaxWorlds + w)]
                            : 0;
   return c.state.load() == kRunning && c.delivered.load() >= base + kRecoverMessages &&
-         c.churn_done.load() == c.churn_request.load() && c.cancel_done.load() == c.cancel_request.load();
+         c.churn_done.load() == c.churn_request.load() && c.cancel_done.load() == c.cancel_request.load() &&
+         c.shrink_done.load() == c.shrink_request.load() && c.grow_done.load() == c.grow_request.load() &&
+         !c.hold.load() && !c.joins.load();
 }
 
 bool Progress::everyWorldMoves(const Since& since) const {

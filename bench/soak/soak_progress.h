@@ -1,6 +1,7 @@
 // Whether the soak's worlds move: every member's every world formed and
 // delivering again since a moment the driver marked (after a fault, at the
-// start), with no churn or cancel still asked of it; and which do not.
+// start), with no churn, cancel, shrink or grow still asked of it; and
+// which do not.
 #pragma once
 
 #include <cstdint>

@@ -17,7 +17,8 @@ constexpr size_t kMaxViolations = 200;
 
 int boundOf(FaultKind k, const DetectBounds& b) {
   switch (k) {
-    case FaultKind::Kill9: return b.kill_ms;
+    case FaultKind::Kill9:
+    case FaultKind::Shrink: return b.kill_ms;
     case FaultKind::SigstopLong: return b.stop_ms;
     case FaultKind::CutAllRails: return b.cut_ms;
     default: return 0;

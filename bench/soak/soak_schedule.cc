@@ -7,8 +7,10 @@ namespace soak {
 
 namespace {
 
-constexpr const char* kNames[kFaultKinds] = {"kill9", "sigstop_short", "sigstop_long", "cut_one_rail", "cut_all_rails",
-                                              "redis_pause", "redis_failover", "churn", "cancel"};
+constexpr const char* kNames[kFaultKinds] = {"kill9",       "sigstop_short", "sigstop_long",
+                                              "cut_one_rail", "cut_all_rails", "redis_pause",
+                                              "redis_failover", "churn",        "cancel",
+                                              "shrink"};
 constexpr int kRedisPauseMs = 3000;
 
 }  // namespace
@@ -26,7 +28,8 @@ bool faultFromName(const std::string& name, FaultKind* out) {
 }
 
 bool breaksWorlds(FaultKind k) {
-  return k == FaultKind::Kill9 || k == FaultKind::SigstopLong || k == FaultKind::CutAllRails;
+  return k == FaultKind::Kill9 || k == FaultKind::SigstopLong || k == FaultKind::CutAllRails ||
+         k == FaultKind::Shrink;
 }
 
 std::string Fault::text() const {
@@ -91,6 +94,17 @@ Fault Schedule::next() {
     case FaultKind::Churn:
       f.world = uniform(0, static_cast<int>(shape_.worlds.size()) - 1);
       break;
+    case FaultKind::Shrink: {
+      // An allreduce world, and one of its members.
+      std::vector<int> triples;
+      for (size_t w = 0; w < shape_.worlds.size(); ++w) {
+        if (shape_.worlds[w].allreduce) triples.push_back(static_cast<int>(w));
+      }
+      f.world = triples[draw() % triples.size()];
+      const std::vector<int>& members = shape_.worlds[static_cast<size_t>(f.world)].members;
+      f.member = members[draw() % members.size()];
+      break;
+    }
     case FaultKind::Cancel: {
       // A stream world, and one of its two members.
       std::vector<int> streams;

@@ -24,8 +24,9 @@ enum class FaultKind {
   RedisFailover, // kill -9 the Redis master (Sentinel promotes the replica)
   Churn,         // end a world gracefully and form it again
   Cancel,        // cancel a member's newest pending receive on a stream world
+  Shrink,        // kill -9 a member of an allreduce world; the others shrink it, its replacement grows it back
 };
-constexpr int kFaultKinds = 9;
+constexpr int kFaultKinds = 10;
 
 const char* faultName(FaultKind k);
 // False for a name that is no fault kind.
@@ -36,8 +37,8 @@ bool breaksWorlds(FaultKind k);
 struct Fault {
   int index = 0;        // 0, 1, ... in the run
   FaultKind kind = FaultKind::Kill9;
-  int member = -1;      // the member hit (Kill9, Sigstop*, Cut*, Cancel)
-  int world = -1;       // the world (Churn, Cancel)
+  int member = -1;      // the member hit (Kill9, Sigstop*, Cut*, Cancel, Shrink)
+  int world = -1;       // the world (Churn, Cancel, Shrink)
   int rail = -1;        // CutOneRail
   bool drop = false;    // Cut*: drop every packet instead of taking the link down
   int hold_ms = 0;      // how long the fault lasts (stops, cuts, the pause)

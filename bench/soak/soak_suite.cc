@@ -178,7 +178,11 @@ int runSoakSuite(const BenchOptions& opt) {
   }
   std::vector<FaultKind> wanted;
   if (opt.faults.empty()) {
-    for (int k = 0; k < kFaultKinds; ++k) wanted.push_back(static_cast<FaultKind>(k));
+    // shrink only when asked for (--faults): the seeds of the runs on
+    // record keep their schedules.
+    for (int k = 0; k < kFaultKinds; ++k) {
+      if (static_cast<FaultKind>(k) != FaultKind::Shrink) wanted.push_back(static_cast<FaultKind>(k));
+    }
   } else {
     for (const auto& name : opt.faults) {
       FaultKind k;

@@ -11,7 +11,37 @@ WorldSlot::WorldSlot(int index_in, const WorldSpec& spec_in, int member, Cell& c
       spec(spec_in),
       rank(spec_in.rankOf(member)),
       cell(cell_in),
-      traffic(makeTraffic(spec_in, index_in, member, cell_in, notes)) {}
+      traffic(makeTraffic(spec_in, index_in, member, cell_in, notes)),
+      order_(spec_in.members) {}
+
+void WorldSlot::requestResize(mw_world_t* from, int new_size, std::vector<int> order) {
+  cell.state.store(kForming);
+  std::lock_guard<std::mutex> lock(mu_);
+  resize_from_ = from;
+  resize_to_ = new_size;
+  order_ = std::move(order);
+  want_ = true;
+  cv_.notify_all();
+}
+
+bool WorldSlot::takeResize(mw_world_t** from, int* new_size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!resize_from_) return false;
+  *from = resize_from_;
+  *new_size = resize_to_;
+  resize_from_ = nullptr;
+  return true;
+}
+
+std::vector<int> WorldSlot::order() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return order_;
+}
+
+void WorldSlot::setOrder(std::vector<int> order) {
+  std::lock_guard<std::mutex> lock(mu_);
+  order_ = std::move(order);
+}
 
 bool WorldSlot::awaitRequest(const std::atomic<bool>& quit) {
   std::unique_lock<std::mutex> lock(mu_);
@@ -71,6 +101,11 @@ int64_t WorldSlot::eventNs() {
   return event_.came ? event_.ns : 0;
 }
 
+int WorldSlot::eventBlamed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return event_.came ? event_.blamed : -1;
+}
+
 void WorldSlot::describeBreak(BreakRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
   r.has_event = event_.came ? 1 : 0;
@@ -94,11 +129,13 @@ bool WorldSlot::offer(const mw_event_t& ev, uint64_t closes_then, int64_t now_ns
   BreakEvent e;
   e.came = true;
   e.ns = now_ns;
-  e.blamed = ev.peer_rank >= 0 && ev.peer_rank < static_cast<int>(spec.members.size())
-                 ? spec.members[static_cast<size_t>(ev.peer_rank)]
-                 : -1;
   std::snprintf(e.detail, sizeof e.detail, "%.*s", static_cast<int>(sizeof e.detail - 1), ev.detail);
   std::lock_guard<std::mutex> lock(mu_);
+  // Ranks name members in the current incarnation's order (a shrink or
+  // grow renumbers them).
+  e.blamed = ev.peer_rank >= 0 && ev.peer_rank < static_cast<int>(order_.size())
+                 ? order_[static_cast<size_t>(ev.peer_rank)]
+                 : -1;
   if (closes_.load() != closes_then) return true;  // an older incarnation's
   if (current_.load() == ev.world) {
     if (!event_.came) event_ = e;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "bench/soak/soak_board.h"
 #include "bench/soak/soak_topology.h"
@@ -45,6 +46,17 @@ class WorldSlot {
   // Wakes a creator that waits, to see `quit`.
   void wake();
 
+  // A shrink (new_size < 0) or grow of `from` instead of a create: the
+  // creator takes it (takeResize), and the world's ranks are then `order`'s
+  // members.
+  void requestResize(mw_world_t* from, int new_size, std::vector<int> order);
+  bool takeResize(mw_world_t** from, int* new_size);
+  // The member id of each rank of the current incarnation; a create in
+  // the topology's order sets it, a resize or a newcomer's join (the
+  // board's order) theirs.
+  std::vector<int> order();
+  void setOrder(std::vector<int> order);
+
   // Main thread side.
   void requestCreate();
   mw_world_t* takeCreated();
@@ -52,8 +64,10 @@ class WorldSlot {
   // world can close for good (one under way ends gracefully if it forms).
   bool idle();
   bool eventCame();
-  // The break event's time, 0 = none; and copies it into a record.
+  // The break event's time, 0 = none; the member it blamed, -1 = none;
+  // and copies it into a record.
   int64_t eventNs();
+  int eventBlamed();
   void describeBreak(BreakRecord& r);
   // Before mw_world_destroy: the event thread stops matching its handle.
   void forget();
@@ -70,6 +84,7 @@ class WorldSlot {
 
   // Main thread only.
   mw_world_t* world = nullptr;
+  int left = -1;  // the member a shrink excluded, for the grow that takes it back
   int64_t first_sign_ns = 0;
   int64_t end_began_ns = 0;
   int64_t break_in_end_ns = 0;  // a break sign came during a graceful end
@@ -94,6 +109,9 @@ class WorldSlot {
   std::mutex mu_;  // guards what follows
   std::condition_variable cv_;
   bool want_ = false;              // main -> creator: form an incarnation
+  mw_world_t* resize_from_ = nullptr;  // main -> creator: resize this one instead
+  int resize_to_ = 0;
+  std::vector<int> order_;         // member id by rank
   bool busy_ = false;              // the creator is forming one
   mw_world_t* created_ = nullptr;  // creator -> main
   BreakEvent event_;               // the current world's break event
