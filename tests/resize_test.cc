@@ -564,3 +564,47 @@ TEST(Resize, AShrinkOpensNoConnection) {
   waitpid(victim, nullptr, 0);
   EXPECT_TRUE(survivors.join(120s));
 }
+
+// On UCX a break keeps the endpoints to the members that live on, for a
+// shrink, and tells each of them over its endpoint, as closing it did: the
+// other member learns of the break, from whom, while Redis is stopped.
+TEST(Resize, ABreakIsToldOverTheEndpointItKeeps) {
+  if (hostBackend() != MW_BACKEND_UCX) GTEST_SKIP() << "Gloo closes its pairs on a break";
+  RedisServer redis;
+  mwlab::Shared<Board> board;
+  auto member = [&](int rank) {
+    Node n;
+    MWT_REQUIRE(n.join(redis.url(), "told", rank, 2));
+    MWT_REQUIRE(checkedAllreduce(n.world, "before") == 0);
+    board->formed++;
+    MWT_REQUIRE(eventually([&] { return board->started.load() == 1; }, 30s));  // Redis is stopped
+    if (rank == 0) {
+      // A barrier the other member never joins, cancelled once under way:
+      // only a break can stop it.
+      mw_request_t* req = nullptr;
+      MWT_CHECK(mw_barrier_async(n.world, &req));
+      std::this_thread::sleep_for(100ms);
+      MWT_CHECK(mw_request_cancel(req));
+      MWT_REQUIRE(expectStatus(waitAndFree(req), MW_ERR_WORLD_BROKEN, "the cancelled barrier"));
+    } else {
+      int blamed = -1;
+      const std::string why = nextBreak(n.ctx, 10000, &blamed);
+      if (!contains(why, "rank 0 reported the world broken") || blamed != 0) {
+        std::fprintf(stderr, "rank 1: break '%s' blaming %d\n", why.c_str(), blamed);
+        return 1;
+      }
+    }
+    board->done++;
+    MWT_REQUIRE(eventually([&] { return board->done.load() == 2; }, 30s));
+    return 0;
+  };
+  Workers members;
+  members.add([&] { return member(0); });
+  members.add([&] { return member(1); });
+  ASSERT_TRUE(eventually([&] { return board->formed.load() == 2; }, 60s));
+  redis.pause();
+  board->started = 1;
+  ASSERT_TRUE(eventually([&] { return board->done.load() == 2; }, 60s));
+  redis.resume();
+  EXPECT_TRUE(members.join(60s));
+}
