@@ -121,6 +121,13 @@ struct Board {
   std::atomic<int> done{0};
   std::atomic<int> failed{0};
   std::atomic<uint64_t> epoch{0};
+
+  // This member is done; true once `n` members are (nobody leaves a world
+  // another still uses).
+  bool finished(int n) {
+    done++;
+    return eventually([&] { return done.load() == n; }, 30s);
+  }
 };
 
 // A member of a world of `size` on `url`, for the tests below.
@@ -130,6 +137,18 @@ struct Node {
   ~Node() {
     mw_world_destroy(world);
     mw_context_free(ctx);
+  }
+  // The successor of a shrink or grow takes the retired world's place
+  // (destroyed) once its first allreduce was right; 0, or 1 after saying
+  // why.
+  int succeed(mw_world_t* next, const char* what) {
+    if (checkedAllreduce(next, what) != 0) {
+      mw_world_destroy(next);
+      return 1;
+    }
+    MWT_CHECK(mw_world_destroy(world));
+    world = next;
+    return 0;
   }
   bool join(const std::string& url, const char* name, int rank, int size) {
     ctx = newContext(url, kSettings);
@@ -184,9 +203,8 @@ TEST(Resize, ShrinkAfterAKillExcludesWhomTheBreakNamed) {
                              MW_ERR_INVALID_ARGUMENT, "shrink of the retired world"));
     MWT_CHECK(mw_world_destroy(n.world));
     n.world = next;
-    board->done++;
     // Nobody leaves before everybody is done with the shrunk world.
-    MWT_REQUIRE(eventually([&] { return board->done.load() == 3; }, 30s));
+    MWT_REQUIRE(board->finished(3));
     return 0;
   };
   Workers survivors;
@@ -227,11 +245,8 @@ TEST(Resize, AnExcludedLiveMemberNeverBlocksTheSurvivorsAndHearsItWasExcluded) {
     mw_world_t* next = nullptr;
     MWT_CHECK(mw_world_shrink(n.world, exclude, 1, MW_SHRINK_DEFAULT, kCreateMs, &next));
     MWT_REQUIRE(mw_world_size(next) == 2 && mw_world_rank(next) == rank);
-    MWT_REQUIRE(checkedAllreduce(next, "after") == 0);
-    MWT_CHECK(mw_world_destroy(n.world));
-    n.world = next;
-    board->done++;
-    MWT_REQUIRE(eventually([&] { return board->done.load() == 2; }, 30s));
+    MWT_REQUIRE(n.succeed(next, "after") == 0);
+    MWT_REQUIRE(board->finished(2));
     return 0;
   };
   EXPECT_TRUE(runRanks(3, member, 120s));
@@ -269,11 +284,8 @@ TEST(Resize, ADifferingListIsRefusedNamingBothLists) {
     if (rank == 0) board->started++;
     MWT_CHECK(mw_world_shrink(n.world, agreed, 1, MW_SHRINK_DEFAULT, kCreateMs, &next));
     MWT_REQUIRE(mw_world_size(next) == 3);
-    MWT_REQUIRE(checkedAllreduce(next, "after") == 0);
-    MWT_CHECK(mw_world_destroy(n.world));
-    n.world = next;
-    board->done++;
-    MWT_REQUIRE(eventually([&] { return board->done.load() == 3; }, 30s));
+    MWT_REQUIRE(n.succeed(next, "after") == 0);
+    MWT_REQUIRE(board->finished(3));
     return 0;
   };
   EXPECT_TRUE(runRanks(4, member, 120s));
@@ -304,9 +316,7 @@ TEST(Resize, DefaultNeedsNothingPendingAndAbortCancelsIt) {
       MWT_CHECK(mw_recv_async(n.world, &got, 1, MW_INT64, 1, &recv));
       MWT_CHECK(mw_world_shrink(n.world, exclude, 1, MW_SHRINK_ABORT, kCreateMs, &next));
       MWT_REQUIRE(expectStatus(waitAndFree(recv), MW_ERR_CANCELLED, "the receive a shrink cancelled"));
-      MWT_REQUIRE(checkedAllreduce(next, "after") == 0);
-      MWT_CHECK(mw_world_destroy(n.world));
-      n.world = next;
+      MWT_REQUIRE(n.succeed(next, "after") == 0);
     } else if (rank == 1) {
       MWT_REQUIRE(eventually([&] { return board->started.load() == 1; }, 30s));
       value = 42;
@@ -316,12 +326,9 @@ TEST(Resize, DefaultNeedsNothingPendingAndAbortCancelsIt) {
       const int exclude[] = {2};
       mw_world_t* next = nullptr;
       MWT_CHECK(mw_world_shrink(n.world, exclude, 1, MW_SHRINK_DEFAULT, kCreateMs, &next));
-      MWT_REQUIRE(checkedAllreduce(next, "after") == 0);
-      MWT_CHECK(mw_world_destroy(n.world));
-      n.world = next;
+      MWT_REQUIRE(n.succeed(next, "after") == 0);
     }
-    board->done++;
-    MWT_REQUIRE(eventually([&] { return board->done.load() == 3; }, 60s));
+    MWT_REQUIRE(board->finished(3));
     return 0;
   };
   EXPECT_TRUE(runRanks(3, member, 120s));
@@ -414,11 +421,9 @@ TEST(Resize, ANewcomerJoinsARunningWorld) {
     MWT_REQUIRE(mw_world_size(next) == 3 && mw_world_rank(next) == rank);
     MWT_REQUIRE(mw_world_epoch(next) == board->epoch.load() + 1);
     MWT_REQUIRE(mw_world_state(n.world) == MW_WORLD_RETIRED);
-    for (int i = 0; i < 5; ++i) MWT_REQUIRE(checkedAllreduce(next, "after") == 0);
-    MWT_CHECK(mw_world_destroy(n.world));
-    n.world = next;
-    board->done++;
-    MWT_REQUIRE(eventually([&] { return board->done.load() == 3; }, 30s));
+    for (int i = 0; i < 4; ++i) MWT_REQUIRE(checkedAllreduce(next, "after") == 0);
+    MWT_REQUIRE(n.succeed(next, "after") == 0);
+    MWT_REQUIRE(board->finished(3));
     return 0;
   };
   auto newcomer = [&] {
@@ -427,8 +432,7 @@ TEST(Resize, ANewcomerJoinsARunningWorld) {
     MWT_REQUIRE(n.join(redis.url(), "grow", 2, 3));
     MWT_REQUIRE(mw_world_epoch(n.world) == board->epoch.load() + 1);
     for (int i = 0; i < 5; ++i) MWT_REQUIRE(checkedAllreduce(n.world, "newcomer") == 0);
-    board->done++;
-    MWT_REQUIRE(eventually([&] { return board->done.load() == 3; }, 30s));
+    MWT_REQUIRE(board->finished(3));
     return 0;
   };
   Workers w;
@@ -455,11 +459,8 @@ TEST(Resize, ANewcomerThatNeverComesTimesOutAndTheWorldRunsOn) {
     MWT_REQUIRE(checkedAllreduce(n.world, "after the timeout") == 0);
     board->failed++;
     MWT_CHECK(mw_world_grow(n.world, 3, kCreateMs, &next));
-    MWT_REQUIRE(checkedAllreduce(next, "grown") == 0);
-    MWT_CHECK(mw_world_destroy(n.world));
-    n.world = next;
-    board->done++;
-    MWT_REQUIRE(eventually([&] { return board->done.load() == 3; }, 30s));
+    MWT_REQUIRE(n.succeed(next, "grown") == 0);
+    MWT_REQUIRE(board->finished(3));
     return 0;
   };
   auto newcomer = [&] {
@@ -467,8 +468,7 @@ TEST(Resize, ANewcomerThatNeverComesTimesOutAndTheWorldRunsOn) {
     Node n;
     MWT_REQUIRE(n.join(redis.url(), "late", 2, 3));
     MWT_REQUIRE(checkedAllreduce(n.world, "newcomer") == 0);
-    board->done++;
-    MWT_REQUIRE(eventually([&] { return board->done.load() == 3; }, 30s));
+    MWT_REQUIRE(board->finished(3));
     return 0;
   };
   Workers w;
@@ -501,11 +501,8 @@ TEST(Resize, AMemberDyingDuringAShrinkFailsItAndTheNextShrinkExcludesIt) {
     MWT_REQUIRE(expectStatus(s, MW_ERR_WORLD_BROKEN, "the shrink a member died in"));
     MWT_CHECK(mw_world_shrink(n.world, nullptr, 0, MW_SHRINK_ABORT, kCreateMs, &next));
     MWT_REQUIRE(mw_world_size(next) == 2 && mw_world_rank(next) == rank);
-    MWT_REQUIRE(checkedAllreduce(next, "after") == 0);
-    MWT_CHECK(mw_world_destroy(n.world));
-    n.world = next;
-    board->done++;
-    MWT_REQUIRE(eventually([&] { return board->done.load() == 2; }, 30s));
+    MWT_REQUIRE(n.succeed(next, "after") == 0);
+    MWT_REQUIRE(board->finished(2));
     return 0;
   };
   Workers survivors;
@@ -551,8 +548,7 @@ TEST(Resize, AShrinkOpensNoConnection) {
     }
     MWT_CHECK(mw_world_destroy(n.world));
     n.world = next;
-    board->done++;
-    MWT_REQUIRE(eventually([&] { return board->done.load() == 2; }, 30s));
+    MWT_REQUIRE(board->finished(2));
     return 0;
   };
   Workers survivors;
@@ -594,8 +590,7 @@ TEST(Resize, ABreakIsToldOverTheEndpointItKeeps) {
         return 1;
       }
     }
-    board->done++;
-    MWT_REQUIRE(eventually([&] { return board->done.load() == 2; }, 30s));
+    MWT_REQUIRE(board->finished(2));
     return 0;
   };
   Workers members;

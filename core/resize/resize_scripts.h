@@ -86,6 +86,7 @@ end
 // an excluded member that is alive hears it at once.
 // Replies: {'ok', epoch, list, new rank} | {'differs', list, epoch} |
 // {'excluded', list, epoch} | {'nothing'} | {'everyone', list} |
+// {'notready', list} |
 // {'gone', epoch now, state now} | {'taken', holder, epoch} |
 // {'corrupt', key, field, value}.
 inline const std::string& shrinkClaim() {
