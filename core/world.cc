@@ -20,6 +20,19 @@ void World::start() { backend_->start(*this); }
 
 WorldState World::state() const { return state_.load(); }
 
+bool World::moveTo(WorldState next) {
+  WorldState s = state_.load();
+  const WorldState was = s;
+  if (worldTransition(s, next)) {
+    state_.store(s);
+    return true;
+  }
+  MW_LOG(LogLevel::Error, "world %s epoch %llu rank %d: no transition from %s to %s; it stays %s", id_.name.c_str(),
+         static_cast<unsigned long long>(id_.epoch), id_.rank, worldStateName(was), worldStateName(next),
+         worldStateName(was));
+  return false;
+}
+
 OpResult World::failure() const {
   std::lock_guard<std::mutex> lock(m_);
   const std::string world = "world '" + id_.name + "' epoch " + std::to_string(id_.epoch);
@@ -88,7 +101,7 @@ void World::endResize(const std::string& why) {
   cancelling_ = false;
   if (state_ != WorldState::Ready) return;
   // Its backend stopped running operations for the shrink.
-  state_ = WorldState::Broken;
+  if (!moveTo(WorldState::Broken)) return;
   broken_detail_ = "its operations were cancelled by MW_SHRINK_ABORT and the shrink failed: " + why;
   broken_peer_ = -1;
   owner_.worldBroken(shared_from_this(), -1, broken_detail_, false);
@@ -97,7 +110,7 @@ void World::endResize(const std::string& why) {
 void World::retire(uint64_t successor_epoch, const char* verb, WorldBackend* successor) {
   {
     std::lock_guard<std::mutex> lock(m_);
-    state_ = WorldState::Retired;
+    moveTo(WorldState::Retired);
     successor_epoch_ = successor_epoch;
     resize_verb_ = verb;
     resizing_ = false;
@@ -149,8 +162,7 @@ void World::breakWorld(int peer_rank, const std::string& detail, bool announce) 
   {
     std::lock_guard<std::mutex> lock(m_);
     if (state_ == WorldState::Destroyed || state_ == WorldState::Retired) return;
-    if (state_ == WorldState::Ready) {
-      state_ = WorldState::Broken;
+    if (state_ == WorldState::Ready && moveTo(WorldState::Broken)) {
       broken_detail_ = detail;
       broken_peer_ = peer_rank;
       broken_announced_ = announce;
@@ -176,7 +188,7 @@ bool World::destroy() {
     stopped_ = true;
     was_ready = state_ == WorldState::Ready;
     const bool retired = state_ == WorldState::Retired;
-    state_ = WorldState::Destroyed;
+    moveTo(WorldState::Destroyed);
     // Its backend ended when it retired.
     if (retired) return false;
   }

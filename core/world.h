@@ -1,6 +1,6 @@
 // One incarnation of a world on this process: its identity, its state
-// (ready -> broken -> destroyed), and the backend that runs its operations.
-// Backend-neutral.
+// (core/world_state.h: ready, broken, retired by a shrink or grow,
+// destroyed), and the backend that runs its operations. Backend-neutral.
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include "core/op.h"
 #include "core/path_change.h"
 #include "core/world_backend.h"
+#include "core/world_state.h"
 
 namespace mw {
 
@@ -38,10 +39,6 @@ class WorldOwner {
                            const std::string& detail) = 0;
   virtual const std::shared_ptr<CompletionQueue>& completions() const = 0;
 };
-
-// Retired: a shrink or grow made its successor; the handle only waits for
-// mw_world_destroy.
-enum class WorldState { Ready, Broken, Destroyed, Retired };
 
 struct WorldIdentity {
   std::string name;
@@ -131,7 +128,11 @@ class World : public std::enable_shared_from_this<World> {
   std::mutex issue_m_;  // makes the backend see operations in issue order
   mutable std::mutex m_;
   // Written under m_; state() reads it without m_, as every issue does.
-  std::atomic<WorldState> state_{WorldState::Ready};
+  // Moves state_ to `next` (under m_) through worldTransition(); a move
+  // the table refuses is logged and changes nothing.
+  bool moveTo(WorldState next);
+
+  std::atomic<WorldState> state_{WorldState::Ready};  // written under m_
   std::string broken_detail_;
   int broken_peer_ = -1;
   bool broken_announced_ = false;

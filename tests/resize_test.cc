@@ -3,7 +3,7 @@
 // lists are compared through Redis, survivors keep their order renumbered
 // from 0, the world keeps its name and takes the next epoch, the old handle
 // is retired, and nobody hangs: an excluded member that calls nothing, a
-// member that dies during the shrink, a newcomer that never comes. Every
+// member that dies during a shrink or a grow, a newcomer that never comes. Every
 // bad input is refused and changes nothing. On UCX a shrink opens no
 // connection. Real processes, a real redis-server; run on Gloo and on UCX.
 #include <dirent.h>
@@ -478,6 +478,52 @@ TEST(Resize, ANewcomerThatNeverComesTimesOutAndTheWorldRunsOn) {
   EXPECT_TRUE(w.join(120s));
 }
 
+// A newcomer that comes before the members grow, and gives up, leaves an
+// epoch that never formed: the members' grow takes it over, and a newcomer
+// that stays joins.
+TEST(Resize, ANewcomerThatGaveUpEarlyLeavesTheWorldResizable) {
+  RedisServer redis;
+  mwlab::Shared<Board> board;
+  auto member = [&](int rank) {
+    Node n;
+    MWT_REQUIRE(n.join(redis.url(), "early", rank, 2));
+    board->formed++;
+    MWT_REQUIRE(eventually([&] { return board->failed.load() == 1; }, 60s));
+    MWT_REQUIRE(checkedAllreduce(n.world, "after the newcomer gave up") == 0);
+    board->started++;
+    mw_world_t* next = nullptr;
+    MWT_CHECK(mw_world_grow(n.world, 3, kCreateMs, &next));
+    MWT_REQUIRE(mw_world_size(next) == 3 && mw_world_rank(next) == rank);
+    MWT_REQUIRE(n.succeed(next, "grown") == 0);
+    MWT_REQUIRE(board->finished(3));
+    return 0;
+  };
+  auto newcomer = [&] {
+    MWT_REQUIRE(eventually([&] { return board->formed.load() == 2; }, 60s));
+    {
+      mw_context_t* ctx = newContext(redis.url(), kSettings);
+      MWT_REQUIRE(ctx);
+      mw_world_t* w = nullptr;
+      MWT_REQUIRE(expectStatus(mw_world_create(ctx, "early", 2, 3, hostBackend(), 0, 1000, &w), MW_ERR_TIMEOUT,
+                               "the newcomer that came too early"));
+      mw_context_free(ctx);
+    }
+    board->failed++;
+    MWT_REQUIRE(eventually([&] { return board->started.load() == 2; }, 60s));
+    Node n;
+    MWT_REQUIRE(n.join(redis.url(), "early", 2, 3));
+    MWT_REQUIRE(checkedAllreduce(n.world, "newcomer") == 0);
+    MWT_REQUIRE(board->finished(3));
+    return 0;
+  };
+  Workers w;
+  w.add([&] { return member(0); });
+  w.add([&] { return member(1); });
+  w.add(newcomer);
+  EXPECT_TRUE(w.join(120s));
+  EXPECT_EQ(metaField(redis, "early", "how"), "grown");
+}
+
 // A survivor dies while the others shrink: their shrink fails (the world
 // is broken, not a timeout), and a second shrink with no list excludes it
 // too.
@@ -519,6 +565,60 @@ TEST(Resize, AMemberDyingDuringAShrinkFailsItAndTheNextShrinkExcludesIt) {
   kill(second, SIGKILL);
   waitpid(second, nullptr, 0);
   EXPECT_TRUE(survivors.join(120s));
+}
+
+// A member dies while the others grow: their grow fails (the world is
+// broken, not a timeout), a shrink with no list excludes it, and the world
+// grows back with a newcomer in its place.
+TEST(Resize, AMemberDyingDuringAGrowFailsItAndTheWorldShrinksAndGrowsBack) {
+  RedisServer redis;
+  mwlab::Shared<Board> board;
+  auto member = [&](int rank) {
+    Node n;
+    MWT_REQUIRE(n.join(redis.url(), "grow-dies", rank, 3));
+    MWT_REQUIRE(checkedAllreduce(n.world, "before") == 0);
+    board->formed++;
+    mw_world_t* next = nullptr;
+    board->started++;
+    // Rank 2 is killed while this grow waits for the newcomer, who comes
+    // only later.
+    const mw_status_t s = mw_world_grow(n.world, 4, 60000, &next);
+    if (s == MW_OK) {
+      std::fprintf(stderr, "rank %d: the grow formed without rank 2\n", rank);
+      return 1;
+    }
+    MWT_REQUIRE(expectStatus(s, MW_ERR_WORLD_BROKEN, "the grow a member died in"));
+    MWT_REQUIRE(next == nullptr && mw_world_state(n.world) == MW_WORLD_BROKEN);
+    MWT_CHECK(mw_world_shrink(n.world, nullptr, 0, MW_SHRINK_ABORT, kCreateMs, &next));
+    MWT_REQUIRE(mw_world_size(next) == 2 && mw_world_rank(next) == rank);
+    MWT_REQUIRE(n.succeed(next, "shrunk") == 0);
+    board->shrunk++;
+    MWT_CHECK(mw_world_grow(n.world, 3, kCreateMs, &next));
+    MWT_REQUIRE(mw_world_size(next) == 3 && mw_world_rank(next) == rank);
+    MWT_REQUIRE(n.succeed(next, "grown back") == 0);
+    MWT_REQUIRE(board->finished(3));
+    return 0;
+  };
+  auto newcomer = [&] {
+    MWT_REQUIRE(eventually([&] { return board->shrunk.load() == 2; }, 60s));
+    Node n;
+    MWT_REQUIRE(n.join(redis.url(), "grow-dies", 2, 3));
+    MWT_REQUIRE(checkedAllreduce(n.world, "newcomer") == 0);
+    MWT_REQUIRE(board->finished(3));
+    return 0;
+  };
+  Workers w;
+  w.add([&] { return member(0); });
+  w.add([&] { return member(1); });
+  const pid_t victim = spawn([&] { return member(2); });
+  ASSERT_TRUE(eventually([&] { return board->started.load() == 3; }, 60s));
+  // Every member is in its grow, which waits for the newcomer.
+  std::this_thread::sleep_for(500ms);
+  kill(victim, SIGKILL);
+  waitpid(victim, nullptr, 0);
+  w.add(newcomer);
+  EXPECT_TRUE(w.join(120s));
+  EXPECT_EQ(metaField(redis, "grow-dies", "how"), "grown");
 }
 
 // On UCX the survivors keep their endpoints: a shrink after a kill opens

@@ -1,7 +1,8 @@
-// A UCX world's lifecycle (core/backends/ucx/ucx_world_state.h): exactly
-// the moves of a world's life are allowed, and a refused one changes
-// nothing.
+// A world's lifecycles, the handle's (core/world_state.h) and a UCX
+// world's (core/backends/ucx/ucx_world_state.h): exactly the moves of a
+// world's life are allowed, and a refused one changes nothing.
 #include "core/backends/ucx/ucx_world_state.h"
+#include "core/world_state.h"
 
 #include <gtest/gtest.h>
 
@@ -34,6 +35,31 @@ TEST(UcxWorldState, OnlyTheWorldsLifeIsAllowed) {
     for (UcxWorldState to : kAll) {
       UcxWorldState s = from;
       const bool allowed = kAllowed.count({from, to}) == 1;
+      EXPECT_EQ(mw::worldTransition(s, to), allowed) << mw::worldStateName(from) << " -> " << mw::worldStateName(to);
+      EXPECT_EQ(s, allowed ? to : from) << mw::worldStateName(from) << " -> " << mw::worldStateName(to);
+    }
+  }
+}
+
+using mw::WorldState;
+
+constexpr WorldState kHandleStates[] = {WorldState::Ready, WorldState::Broken, WorldState::Destroyed,
+                                        WorldState::Retired};
+
+const std::set<std::pair<WorldState, WorldState>> kHandleMoves = {
+    {WorldState::Ready, WorldState::Broken},       // a member failed
+    {WorldState::Ready, WorldState::Destroyed},    // mw_world_destroy
+    {WorldState::Broken, WorldState::Destroyed},   // mw_world_destroy after the break
+    {WorldState::Ready, WorldState::Retired},      // shrunk or grown
+    {WorldState::Broken, WorldState::Retired},     // shrunk after its break
+    {WorldState::Retired, WorldState::Destroyed},  // the retired handle freed
+};
+
+TEST(WorldState, OnlyTheHandlesLifeIsAllowed) {
+  for (WorldState from : kHandleStates) {
+    for (WorldState to : kHandleStates) {
+      WorldState s = from;
+      const bool allowed = kHandleMoves.count({from, to}) == 1;
       EXPECT_EQ(mw::worldTransition(s, to), allowed) << mw::worldStateName(from) << " -> " << mw::worldStateName(to);
       EXPECT_EQ(s, allowed ? to : from) << mw::worldStateName(from) << " -> " << mw::worldStateName(to);
     }

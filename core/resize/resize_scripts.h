@@ -8,11 +8,13 @@
 // a shrink's 'excluded' list of old ranks). The first member to call
 // starts it, the others join it; like a create, it is 'ready' once every
 // member claimed its rank, then formed once every member committed
-// (Rendezvous::commit). An attempt that fails (a member gave up or died:
-// its state is then broken or failed) is replaced by the next call's new
-// attempt, from the same old epoch. Starting one registers its 'go' list
-// in the 'waits' set, so that whoever ends it wakes every member waiting
-// to claim (abortWaits).
+// (Rendezvous::commit). An epoch right after the old one that never
+// formed (a shrink or grow attempt a member gave up or died in, or a
+// newcomer's create that gave up: broken or failed, fewer commits than
+// members) is replaced by the next call's new attempt, from the same old
+// epoch, whether that is a shrink or a grow. Starting one registers its
+// 'go' list in the 'waits' set, so that whoever ends it wakes every member
+// waiting to claim (abortWaits).
 #pragma once
 
 #include <string>
@@ -34,6 +36,16 @@ local function ranksOf(list, size)
     out[#out + 1] = n
   end
   return out
+end
+-- The world's record `cur` (epoch `epoch`, state, how, from, size,
+-- committed) is an epoch right after `oldn` that never formed, which a
+-- resize of `oldn` (ARGV form `old`) may replace.
+local function neverFormed(cur, epoch, oldn, old)
+  if epoch ~= oldn + 1 or (cur[2] ~= 'broken' and cur[2] ~= 'failed') then return false end
+  if cur[3] and not ((cur[3] == 'shrunk' or cur[3] == 'grown') and cur[4] == old) then return false end
+  local size = count(cur[5] or '', 2147483647)
+  local committed = count(cur[6] or '0', 2147483647) or 0
+  return size ~= nil and committed < size
 end
 local function startAttempt(meta, base, epoch, fields, ttl)
   redis.call('UNLINK', base .. number(epoch) .. ':members', base .. number(epoch) .. ':go')
@@ -99,12 +111,12 @@ local ttl = ARGV[7]
 local base = ARGV[9]
 local bad = wrongType(meta, 'hash')
 if bad then return bad end
-bad = overlong(meta, {'epoch', 'state', 'how', 'from', 'joined'})
+bad = overlong(meta, {'epoch', 'state', 'how', 'from', 'joined', 'size', 'committed'})
 if bad then return bad end
 if redis.call('HSTRLEN', meta, 'excluded') > 16 * oldsize + 16 then
   return {'corrupt', meta, 'excluded', '(' .. redis.call('HSTRLEN', meta, 'excluded') .. ' bytes)'}
 end
-local cur = redis.call('HMGET', meta, 'epoch', 'state', 'how', 'from', 'excluded')
+local cur = redis.call('HMGET', meta, 'epoch', 'state', 'how', 'from', 'size', 'committed', 'excluded')
 local epoch = 0
 if cur[1] then
   epoch = count(cur[1], 999999999999999)
@@ -112,6 +124,15 @@ if cur[1] then
 end
 local oldn = count(old, 999999999999999)
 local attempt = cur[3] == 'shrunk' and cur[4] == old
+-- A member a shrink of the old epoch excluded stays excluded, whatever
+-- became of that shrink.
+if attempt and epoch == oldn + 1 then
+  local ranks = ranksOf(cur[7] or '', oldsize)
+  if not ranks then return {'corrupt', meta, 'excluded', cur[7]} end
+  for _, n in ipairs(ranks) do
+    if n == rank then return {'excluded', cur[7], number(epoch)} end
+  end
+end
 local list
 -- A caller whose world broke takes part with MW_SHRINK_DEFAULT only when
 -- the list excludes the member its break named.
@@ -123,12 +144,12 @@ local function notReady(ranks)
   return true
 end
 if attempt and (cur[2] == 'forming' or cur[2] == 'ready') then
-  list = cur[5] or ''
+  list = cur[7] or ''
   if not ranksOf(list, oldsize) then return {'corrupt', meta, 'excluded', list} end
   if ARGV[5] ~= '' and ARGV[5] ~= list then return {'differs', list, number(epoch)} end
   if notReady(ranksOf(list, oldsize)) then return {'notready', list} end
 elseif (epoch == oldn and (cur[2] == 'ready' or cur[2] == 'broken' or cur[2] == 'left')) or
-       (attempt and (cur[2] == 'broken' or cur[2] == 'failed')) then
+       neverFormed(cur, epoch, oldn, old) then
   if ARGV[5] ~= '' then
     list = ARGV[5]
   else
@@ -152,8 +173,8 @@ elseif (epoch == oldn and (cur[2] == 'ready' or cur[2] == 'broken' or cur[2] == 
   if n >= oldsize then return {'everyone', list} end
   if notReady(ranksOf(list, oldsize)) then return {'notready', list} end
   if epoch >= 999999999999999 then return {'corrupt', meta, 'epoch', cur[1]} end
-  -- Whoever still forms the attempt this one replaces hears it ended.
-  if attempt then
+  -- Whoever still forms the epoch this one replaces hears it ended.
+  if epoch ~= oldn then
     abortWaits(base, number(epoch), 'err:epoch ' .. number(epoch + 1) .. ' of the world started', ttl, oldsize + 8)
   end
   epoch = epoch + 1
@@ -196,9 +217,9 @@ local ttl = ARGV[6]
 local base = ARGV[8]
 local bad = wrongType(meta, 'hash')
 if bad then return bad end
-bad = overlong(meta, {'epoch', 'state', 'how', 'from', 'size', 'joined'})
+bad = overlong(meta, {'epoch', 'state', 'how', 'from', 'size', 'joined', 'committed'})
 if bad then return bad end
-local cur = redis.call('HMGET', meta, 'epoch', 'state', 'how', 'from', 'size')
+local cur = redis.call('HMGET', meta, 'epoch', 'state', 'how', 'from', 'size', 'committed')
 local epoch = 0
 if cur[1] then
   epoch = count(cur[1], 999999999999999)
@@ -232,9 +253,9 @@ if cur[2] == 'forming' and (attempt or (not cur[3] and epoch > oldn)) then
     redis.call('SADD', waits, 'go')
     redis.call('PEXPIRE', waits, ttl)
   end
-elseif (epoch == oldn and cur[2] == 'ready') or (attempt and (cur[2] == 'broken' or cur[2] == 'failed')) then
+elseif (epoch == oldn and cur[2] == 'ready') or neverFormed(cur, epoch, oldn, old) then
   if epoch >= 999999999999999 then return {'corrupt', meta, 'epoch', cur[1]} end
-  if attempt then
+  if epoch ~= oldn then
     abortWaits(base, number(epoch), 'err:epoch ' .. number(epoch + 1) .. ' of the world started', ttl, newsize + 8)
   end
   epoch = epoch + 1

@@ -84,7 +84,7 @@ if cur[3] ~= 'forming' then
   redis.call('UNLINK', base .. number(epoch) .. ':members', base .. number(epoch) .. ':go')
   redis.call('HSET', meta, 'epoch', number(epoch), 'size', ARGV[2], 'state', 'forming',
              'created_ms', ARGV[5], 'joined', '0')
-  redis.call('HDEL', meta, 'detail', 'how', 'from', 'old_size', 'excluded')
+  redis.call('HDEL', meta, 'detail', 'how', 'from', 'old_size', 'excluded', 'committed')
 else
   local want = count(cur[2], 2147483647)
   if not want or want < 1 then return {'corrupt', meta, 'size', cur[2] or '(none)'} end

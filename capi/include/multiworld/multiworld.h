@@ -356,7 +356,9 @@ MW_API uint64_t mw_world_epoch(const mw_world_t* world) MW_NOEXCEPT;
  * excludes it; a newcomer that never comes fails the grow at timeout_ms
  * (-1: none) with MW_ERR_TIMEOUT, the old world still usable. On a failure
  * nothing of the old world changes, except that operations cancelled by
- * MW_SHRINK_ABORT leave it broken.
+ * MW_SHRINK_ABORT leave it broken, and that the members a shrink excludes
+ * are out once the first survivor calls it (told so then, they break the
+ * old world by leaving): the survivors shrink again.
  *
  * Bad input is MW_ERR_INVALID_ARGUMENT naming the value, and changes
  * nothing: a rank out of range or listed twice, excluding oneself, n < 0,
