@@ -1,10 +1,13 @@
-// Redis Sentinel failover under load (issue 19): a master, a replica and
-// three sentinels, all real processes on loopback ports; workers in
-// overlapping worlds stream checked data while the master is killed with
-// SIGKILL. Nothing breaks that should not, every store event is seen, and
-// world creation comes back on the new master.
+// Redis Sentinel failover under load (issue 19), and shrinks through one
+// (issue 48): a master, a replica and three sentinels, all real processes
+// on loopback ports; workers in overlapping worlds stream checked data
+// while the master is killed with SIGKILL. Nothing breaks that should not,
+// every store event is seen, and world creation and shrinks come back on
+// the new master.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +15,7 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/support/mw_test.h"
 #include "tests/support/process.h"
@@ -378,4 +382,184 @@ TEST(SentinelFailover, CredentialsDatabaseAndNamespace) {
   std::string wrong = url;
   wrong.replace(wrong.find(opt.password), opt.password.size(), "wrong-pw");
   EXPECT_TRUE(runRanks(1, [&](int) { return expectContextFails(wrong, MW_ERR_STORE, {"AUTH failed"}); }));
+}
+
+namespace {
+
+// A world's record on the current master.
+std::string metaOnMaster(const SentinelGroup& group, const std::string& world, const std::string& field) {
+  RedisClient admin(group.masterPort(), "");
+  return admin.text({"HGET", "mw:world:{" + world + "}", field});
+}
+
+// An allreduce every member checks (rank r gives r + 1 at each index, times
+// the index plus one); 0, or 1 after saying what went wrong.
+int checkedSum(mw_world_t* w, const char* what) {
+  const int size = mw_world_size(w), rank = mw_world_rank(w);
+  std::vector<int64_t> in(32), out(32, -1);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = (rank + 1) * static_cast<int64_t>(i + 1);
+  mw_request_t* req = nullptr;
+  MWT_CHECK(mw_allreduce_async(w, in.data(), out.data(), in.size(), MW_INT64, MW_SUM, &req));
+  MWT_CHECK(waitAndFree(req, 20000));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] != static_cast<int64_t>(size) * (size + 1) / 2 * static_cast<int64_t>(i + 1)) {
+      std::fprintf(stderr, "%s: rank %d of %d: [%zu] = %lld\n", what, rank, size, i, static_cast<long long>(out[i]));
+      return 1;
+    }
+  }
+  return 0;
+}
+
+struct ShrinkBoard {
+  std::atomic<int> formed{0};
+  std::atomic<int> shrunk{0};
+  std::atomic<int> done{0};
+  std::atomic<int> store_failures{0};
+  std::atomic<uint64_t> epoch[2] = {};
+};
+
+}  // namespace
+
+// Issue 48: a member is killed while Sentinel fails the master over. The
+// survivors shrink the world with no list of their own: while no master is
+// known the shrink fails with MW_ERR_STORE and changes nothing; once the
+// replica is promoted it succeeds, excluding exactly the member that died,
+// and every result of the shrunk world is right. The survivors' other
+// world never breaks and loses nothing.
+TEST(SentinelFailover, AShrinkThroughAFailoverSucceedsAndLosesNothing) {
+  SentinelGroup group;
+  Shared<ShrinkBoard> board;
+  auto member = [&](int rank) {
+    mw_context_t* ctx = newContext(group.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* w = nullptr;
+    mw_world_t* pair = nullptr;
+    MWT_CHECK(mw_world_create(ctx, "elastic", rank, 3, hostBackend(), 0, 20000, &w));
+    if (rank < 2) MWT_CHECK(mw_world_create(ctx, "pair", rank, 2, hostBackend(), 0, 20000, &pair));
+    MWT_REQUIRE(checkedSum(w, "before") == 0);
+    const uint64_t epoch = mw_world_epoch(w);
+    board->formed++;
+    if (rank == 2) pause();  // until killed
+    // The pair keeps reducing until the elastic world's break arrives.
+    int sums = 0;
+    for (;;) {
+      MWT_REQUIRE(checkedSum(pair, "pair during the failover") == 0);
+      ++sums;
+      mw_event_t ev;
+      if (mw_next_event(ctx, &ev, 10) == MW_OK && ev.type == MW_EVENT_WORLD_BROKEN) {
+        MWT_REQUIRE(ev.world == w && ev.peer_rank == 2);
+        break;
+      }
+    }
+    mw_world_t* next = nullptr;
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    for (;;) {
+      const mw_status_t s = mw_world_shrink(w, nullptr, 0, MW_SHRINK_ABORT, 5000, &next);
+      if (s == MW_OK) break;
+      MWT_REQUIRE(expectStatus(s, MW_ERR_STORE, "shrink during the failover"));
+      MWT_REQUIRE(next == nullptr && mw_world_state(w) == MW_WORLD_BROKEN);
+      MWT_REQUIRE(std::chrono::steady_clock::now() < give_up);
+      board->store_failures++;
+      MWT_REQUIRE(checkedSum(pair, "pair while the shrink waits") == 0);
+      std::this_thread::sleep_for(50ms);
+    }
+    MWT_REQUIRE(mw_world_size(next) == 2 && mw_world_rank(next) == rank);
+    MWT_REQUIRE(mw_world_epoch(next) > epoch && mw_world_state(w) == MW_WORLD_RETIRED);
+    board->epoch[rank] = mw_world_epoch(next);
+    for (int i = 0; i < 20; ++i) MWT_REQUIRE(checkedSum(next, "shrunk") == 0);
+    MWT_REQUIRE(checkedSum(pair, "pair after the shrink") == 0);
+    MWT_REQUIRE(mw_world_state(pair) == MW_WORLD_READY);
+    std::fprintf(stderr, "rank %d: %d checked sums on the pair during the failover\n", rank, sums);
+    board->shrunk++;
+    board->done++;
+    MWT_REQUIRE(eventually([&] { return board->done.load() == 2; }, 30s));
+    MWT_CHECK(mw_world_destroy(w));
+    MWT_CHECK(mw_world_destroy(next));
+    MWT_CHECK(mw_world_destroy(pair));
+    mw_context_free(ctx);
+    return 0;
+  };
+  Workers survivors;
+  for (int r = 0; r < 2; ++r) survivors.add([&, r] { return member(r); });
+  const pid_t victim = spawn([&] { return member(2); });
+  ASSERT_TRUE(eventually([&] { return board->formed.load() == 3; }, 60s));
+
+  const int old_master = group.killMaster();
+  std::this_thread::sleep_for(300ms);
+  kill(victim, SIGKILL);
+  waitpid(victim, nullptr, 0);
+  ASSERT_TRUE(group.waitForNewMaster(old_master, 30s)) << "sentinel promoted no replica";
+  EXPECT_TRUE(survivors.join(90s));
+  EXPECT_EQ(board->shrunk.load(), 2);
+  EXPECT_EQ(board->epoch[0].load(), board->epoch[1].load());
+  EXPECT_EQ(metaOnMaster(group, "elastic", "how"), "shrunk");
+  EXPECT_EQ(metaOnMaster(group, "elastic", "excluded"), "2");
+  std::printf("shrink through a failover (%s): %d shrinks refused with MW_ERR_STORE before the replica took over\n",
+              hostBackendName(), board->store_failures.load());
+}
+
+// Issue 48: the master dies while a shrink is under way: one survivor has
+// claimed its place in it on the old master, the other calls only once the
+// master is gone. Each shrink ends (formed, or MW_ERR_STORE changing
+// nothing) and the survivors, calling again, form the shrunk world on the
+// new master, excluding exactly the member killed before.
+TEST(SentinelFailover, AShrinkUnderWayWhenTheMasterDiesFormsOnTheNewOne) {
+  SentinelGroup group;
+  Shared<ShrinkBoard> board;
+  auto member = [&](int rank) {
+    mw_context_t* ctx = newContext(group.url());
+    MWT_REQUIRE(ctx);
+    mw_world_t* w = nullptr;
+    MWT_CHECK(mw_world_create(ctx, "underway", rank, 3, hostBackend(), 0, 20000, &w));
+    MWT_REQUIRE(checkedSum(w, "before") == 0);
+    board->formed++;
+    if (rank == 2) pause();  // until killed
+    mw_event_t ev;
+    do {
+      MWT_CHECK(mw_next_event(ctx, &ev, 20000));
+    } while (ev.type != MW_EVENT_WORLD_BROKEN);
+    MWT_REQUIRE(ev.world == w && ev.peer_rank == 2);
+    // Rank 1 calls once the master is dead.
+    if (rank == 1) MWT_REQUIRE(eventually([&] { return board->shrunk.load() == -1; }, 30s));
+    mw_world_t* next = nullptr;
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    for (int attempt = 0;; ++attempt) {
+      if (rank == 0 && attempt == 0) board->done = 1;  // it calls now
+      const mw_status_t s = mw_world_shrink(w, nullptr, 0, MW_SHRINK_ABORT, 8000, &next);
+      if (s == MW_OK) break;
+      std::fprintf(stderr, "rank %d: shrink -> %s (%s)\n", rank, mw_status_string(s), mw_last_error());
+      MWT_REQUIRE(s == MW_ERR_STORE);
+      MWT_REQUIRE(next == nullptr && mw_world_state(w) == MW_WORLD_BROKEN);
+      MWT_REQUIRE(std::chrono::steady_clock::now() < give_up);
+      board->store_failures++;
+      std::this_thread::sleep_for(50ms);
+    }
+    MWT_REQUIRE(mw_world_size(next) == 2 && mw_world_rank(next) == rank);
+    board->epoch[rank] = mw_world_epoch(next);
+    for (int i = 0; i < 20; ++i) MWT_REQUIRE(checkedSum(next, "shrunk") == 0);
+    board->done++;
+    MWT_REQUIRE(eventually([&] { return board->done.load() == 3; }, 30s));
+    MWT_CHECK(mw_world_destroy(w));
+    MWT_CHECK(mw_world_destroy(next));
+    mw_context_free(ctx);
+    return 0;
+  };
+  Workers survivors;
+  for (int r = 0; r < 2; ++r) survivors.add([&, r] { return member(r); });
+  const pid_t victim = spawn([&] { return member(2); });
+  ASSERT_TRUE(eventually([&] { return board->formed.load() == 3; }, 60s));
+  kill(victim, SIGKILL);
+  waitpid(victim, nullptr, 0);
+  // Rank 0's claim is on the master (and, replicated, on its replica).
+  ASSERT_TRUE(eventually([&] { return board->done.load() == 1; }, 30s));
+  ASSERT_TRUE(eventually([&] { return metaOnMaster(group, "underway", "how") == "shrunk"; }, 10s));
+  const int old_master = group.killMaster();
+  board->shrunk = -1;
+  ASSERT_TRUE(group.waitForNewMaster(old_master, 30s)) << "sentinel promoted no replica";
+  EXPECT_TRUE(survivors.join(90s));
+  EXPECT_EQ(board->epoch[0].load(), board->epoch[1].load());
+  EXPECT_EQ(metaOnMaster(group, "underway", "how"), "shrunk");
+  EXPECT_EQ(metaOnMaster(group, "underway", "excluded"), "2");
+  std::printf("shrink under way at the failover (%s): %d calls refused with MW_ERR_STORE\n", hostBackendName(),
+              board->store_failures.load());
 }
