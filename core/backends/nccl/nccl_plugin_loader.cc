@@ -70,6 +70,9 @@ NcclSupport load() {
   char err[512] = "";
   int st = s.plugin->probe(&s.devices, err, sizeof err);
   if (st != MWN_OK) s.why_not = err[0] ? err : "the NCCL plugin found no usable CUDA device";
+  // The plugin looks ncclCommShrink and ncclCommGrow up in the loaded NCCL
+  // now, at load, rather than in the middle of a member's first resize.
+  if (s.plugin->resize_support) s.plugin->resize_support();
   return s;
 }
 
