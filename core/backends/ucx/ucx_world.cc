@@ -382,6 +382,19 @@ void UcxWorld::brokenAt(int peer, int blamed) {
   });
 }
 
+void UcxWorld::excludedBy(int peer, uint64_t epoch) {
+  if (!world_ || aborted()) return;
+  // Inside a UCX callback: breaking waits. The survivors formed the next
+  // epoch without this member: nothing to announce.
+  ucx_->engine()->defer([w = world_->shared_from_this(), rank = rank_, peer, epoch] {
+    w->breakWorld(rank,
+                  "rank " + std::to_string(rank) + " was excluded by the shrink of world '" + w->name() + "' epoch " +
+                      std::to_string(w->epoch()) + " to epoch " + std::to_string(epoch) + " (told by rank " +
+                      std::to_string(peer) + ")",
+                  false);
+  });
+}
+
 void UcxWorld::peerDeparted(int peer) {
   // It reads nothing more: sends waiting for it end now.
   channel(peer).peerGone();
@@ -556,6 +569,11 @@ std::unique_ptr<UcxWorld> UcxWorld::resized(const ResizePlan& plan, RedisPool& p
                                             const WorldSettings& settings, Deadline deadline) {
   Inherited inherited;
   const bool keeps = ucx_->engine()->call([&] {
+    excluded_.clear();
+    for (int old = 0; plan.kind == ResizeKind::Shrink && old < plan.old_size && old < size(); ++old) {
+      if (!plan.kept(old)) excluded_.push_back(old);
+    }
+    excluded_into_ = next.epoch();
     if (failover_) return false;
     inherited.links.assign(static_cast<size_t>(plan.new_size), nullptr);
     inherited.old_member.assign(static_cast<size_t>(plan.new_size), false);
@@ -606,11 +624,27 @@ void UcxWorld::unwatchMembers() noexcept {
 }
 
 void UcxWorld::retire(WorldBackend*) noexcept {
+  // A ready world's excluded members that live hear it over their
+  // endpoints before those close, in order, so that none of them takes the
+  // close for a fault of ours (Redis tells them too, but may come later).
+  UcxEngine& engine = *ucx_->engine();
+  const bool telling = engine.call([this] {
+    if (state_ != UcxWorldState::Running) return false;
+    bool told = false;
+    for (int r : excluded_) {
+      Peer& p = peers_[static_cast<size_t>(r)];
+      if (r == rank_ || !p.channel || p.released || !p.link || p.link->failed()) continue;
+      p.channel->sayExcluded(excluded_into_);
+      told = true;
+    }
+    return told;
+  });
+  if (telling) engine.waitUntil(std::chrono::steady_clock::now() + kStopGrace, [this] { return flushed(); });
   // The successor shares the links it keeps (UcxLinks::share): releasing
   // them here leaves them open. Every member that stays said its hello
   // over its link before the successor formed, so what of this world
   // still arrives is in, and goes with the world's id.
-  ucx_->engine()->call([this] {
+  engine.call([this] {
     if (!moveTo(UcxWorldState::Retired)) return;
     if (op_timer_) ucx_->engine()->cancel(op_timer_);
     op_timer_ = 0;

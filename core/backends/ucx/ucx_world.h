@@ -170,6 +170,7 @@ class UcxWorld : public WorldBackend, private UcxChannelHost {
   void reportSameHost();
   void goodbyeFrom(int peer) override;
   void brokenAt(int peer, int blamed) override;
+  void excludedBy(int peer, uint64_t epoch) override;
   void peerDeparted(int peer);
   void abortAll();
   void onLinkFailed(int peer, const std::string& why);
@@ -212,6 +213,10 @@ class UcxWorld : public WorldBackend, private UcxChannelHost {
   UcxEngine::TimerId blame_timer_ = 0;  // onLinkFailed's wait for a live peer's notice
   bool departing_ = false;  // abort() from a departure: fail only what needs the member
   bool parked_ = false;     // a break kept links for a shrink
+  // The old ranks the last shrink of this world (resized()) leaves out,
+  // and the epoch it forms: told so at retire(), over their endpoints.
+  std::vector<int> excluded_;
+  uint64_t excluded_into_ = 0;
   // watchMembers(): a listener on each link, while a resize runs.
   std::vector<std::pair<std::shared_ptr<UcxLink>, uint64_t>> member_watch_;
   std::string failing_;     // Failing: the transport failure that started it

@@ -13,6 +13,10 @@ bool take(UcxChannelHost& host, int peer, uint64_t word, const WordHook& own) {
     host.brokenAt(peer, blamed == 0 || blamed > 0xffff ? -1 : static_cast<int>(blamed) - 1);
     return false;
   }
+  if ((word & kKindMask) == kExcluded) {
+    host.excludedBy(peer, word & ~kKindMask);
+    return false;
+  }
   if (word != kBye) {
     host.transportFailed(peer, "rank " + std::to_string(peer) + " sent an unknown control word " + std::to_string(word));
     return false;

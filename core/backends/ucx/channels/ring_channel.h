@@ -68,6 +68,7 @@ class RingChannel : public UcxChannel {
   void sayGoodbye() override;
   // On the tagged endpoint, which a broken world keeps; the rings go.
   void sayBroken(int blamed) override { tag_->sayBroken(blamed); }
+  void sayExcluded(uint64_t epoch) override { tag_->sayExcluded(epoch); }
   bool flushed() const override;
   void stopListening() override { tag_->stopListening(); }
   void close() override;

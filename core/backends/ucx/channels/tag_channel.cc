@@ -207,6 +207,21 @@ void TagChannel::sayBroken(int blamed) {
   sendWord(ucxcontrol::kBroken | static_cast<uint64_t>(blamed + 1));
 }
 
+void TagChannel::sayExcluded(uint64_t epoch) {
+  if (peer_ == rank_ || link_->failed() || !link_->ep()) return;
+  sendWord(ucxcontrol::kExcluded | (epoch & ~ucxcontrol::kKindMask));
+  // The flush tells when the word left, before the endpoint is closed.
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = [](void* request, ucs_status_t, void* arg) {
+    ucp_request_free(request);
+    --static_cast<TagChannel*>(arg)->flushing_;
+  };
+  param.user_data = this;
+  void* flush = ucp_ep_flush_nbx(link_->ep(), &param);
+  if (UCS_PTR_IS_PTR(flush)) ++flushing_;
+}
+
 void dropTagged(ucp_worker_h worker, uint64_t tag, uint64_t mask) {
   ucp_tag_recv_info_t info;
   while (ucp_tag_message_h message = ucp_tag_probe_nb(worker, tag, mask, 1, &info)) {

@@ -34,6 +34,7 @@ class TagChannel : public UcxChannel {
   void peerGone() override {}
   void sayGoodbye() override;
   void sayBroken(int blamed) override;
+  void sayExcluded(uint64_t epoch) override;
   bool flushed() const override { return flushing_ == 0; }
   void stopListening() override;
   void close() override;

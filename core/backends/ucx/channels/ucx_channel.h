@@ -32,6 +32,9 @@ class UcxChannelHost {
   virtual void goodbyeFrom(int peer) = 0;
   // The world broke at `peer`, blaming `blamed` (-1: unknown).
   virtual void brokenAt(int peer, int blamed) = 0;
+  // `peer` formed a shrink into `epoch` that excluded this member, and
+  // closes its endpoint next.
+  virtual void excludedBy(int peer, uint64_t epoch) = 0;
 
  protected:
   ~UcxChannelHost() = default;
@@ -76,6 +79,11 @@ class UcxChannel {
   // endpoint that stays open (a broken world keeps it for a shrink). A
   // channel whose world closes its endpoints on a break says nothing.
   virtual void sayBroken(int blamed) { (void)blamed; }
+  // Tells the peer that a shrink into `epoch` excluded it, before its
+  // endpoint closes: flushed() turns true once the word left. A channel
+  // whose world keeps nothing across a shrink says nothing (the peer hears
+  // it through Redis).
+  virtual void sayExcluded(uint64_t epoch) { (void)epoch; }
   // The goodbye and every send that waited have left.
   virtual bool flushed() const = 0;
   // The world broke: the peer's control words are no longer awaited.
