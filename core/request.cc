@@ -32,7 +32,7 @@ Status Request::test() {
 size_t Request::receivedBytes() {
   if (kind_ != OpKind::Recv) return 0;
   std::lock_guard<std::mutex> lock(m_);
-  return status_ == Status::Ok ? recv_bytes_ : 0;
+  return status_ == Status::Ok ? p2p_bytes_ : 0;
 }
 
 Status Request::wait(std::chrono::milliseconds timeout) {
@@ -74,6 +74,11 @@ void Request::complete(Status status, const std::string& detail) {
     queued_for_poll_ = !waited;
   }
   cv_.notify_all();
+  if (world_) {
+    if (const metrics::WorldMetrics* m = world_->metrics()) {
+      m->completed(kind_, status, std::chrono::steady_clock::now() - issued_, p2p_bytes_);
+    }
+  }
   if (!waited) cq_->push(shared_from_this());
 }
 

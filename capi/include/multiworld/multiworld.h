@@ -141,10 +141,12 @@ MW_API const char* mw_last_error(void) MW_NOEXCEPT;
 MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
 
 /* ---- configuration ------------------------------------------------------
- * String keys, string values. Keys:
- *   redis_url             "redis://[user:pass@]host:port[/db]" or
- *                         "unix:///path/to.sock"; default: env MW_REDIS_URL,
- *                         else redis://127.0.0.1:6379
+ * String keys, string values. Keys (README.md, "Configuration keys", says
+ * more of each):
+ *   redis_url             "redis://[user:pass@]host:port[/db]",
+ *                         "unix:///path/to.sock[?db=N]" or
+ *                         "redis+sentinel://[user:pass@]h1:p1,h2:p2[,...]/MASTER_NAME[/db]";
+ *                         default: env MW_REDIS_URL, else redis://127.0.0.1:6379
  *   namespace             key prefix in Redis, default "mw"
  *                         (1..64 chars of [A-Za-z0-9._:-])
  *   heartbeat_interval_ms how often this process refreshes its heartbeat and
@@ -165,9 +167,15 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *                         transfer that keeps moving is driven for up to
  *                         1 ms, or spin_us if larger); 0 = never spin,
  *                         default 20
- *   max_world_size        the largest size mw_world_create accepts (a larger
- *                         one is MW_ERR_INVALID_ARGUMENT before Redis is
- *                         touched), default 65536
+ *   data_addresses        UCX: comma-separated local IPs, one data path
+ *                         each, in order of preference; with two or more,
+ *                         worlds survive a cut link; default: env
+ *                         MW_DATA_ADDRESSES, else bind_address, else every
+ *                         non-loopback interface that is up
+ *   path_timeout_ms       UCX, two or more paths: a message unacknowledged
+ *                         this long puts its path in doubt, default 100
+ *   path_failover         on (default) or off: off keeps one path even with
+ *                         several addresses
  *   same_host_path        auto or off: whether members on one host (one
  *                         boot, pid and network namespace) move messages
  *                         through per-pair rings of shared memory, and
@@ -184,6 +192,19 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *                         through the ring (one larger than the ring,
  *                         256 KiB, is lent anyway); default: env
  *                         MW_SAME_HOST_MIN_BYTES, else 65536
+ *   max_world_size        the largest size mw_world_create accepts (a larger
+ *                         one is MW_ERR_INVALID_ARGUMENT before Redis is
+ *                         touched), default 65536
+ *   metrics               on (default) or off: this context's counters and
+ *                         histograms (mw_metrics_snapshot)
+ *   metrics_world_labels  off (default) or on: the per-world metrics carry a
+ *                         world label, one series set per world name
+ *   metrics_publish_ms    how often the snapshot goes to Redis for
+ *                         `multiworld metrics`; 0 = never, else at least
+ *                         100; default 10000
+ *   metrics_listen        host:port (or [v6]:port) where this context serves
+ *                         its own metrics over HTTP (GET /metrics), one
+ *                         thread; default: empty, no server
  * Unknown key or unparsable value -> MW_ERR_INVALID_ARGUMENT.
  */
 MW_API mw_status_t mw_config_new(mw_config_t** out) MW_NOEXCEPT;

@@ -6,11 +6,17 @@
 #include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_tag.h"
 #include "core/backends/ucx/ucx_world.h"
+#include "core/request.h"
 
 namespace mw {
 
 UcxOp::UcxOp(UcxWorld& world, std::shared_ptr<Request> request, int lane, OrderedCompletions::Ticket ticket)
-    : world_(&world), engine_(world.engine()), request_(std::move(request)), lane_(lane), ticket_(ticket) {}
+    : world_(&world),
+      engine_(world.engine()),
+      request_(std::move(request)),
+      started_(request_->issued()),
+      lane_(lane),
+      ticket_(ticket) {}
 
 UcxOp::Entry::~Entry() {
   if (--op_.entries_ == 0) op_.settle();
@@ -107,6 +113,7 @@ void UcxOp::post(UcxTransfer& t, uint64_t channel, void* buffer) {
     return;
   }
   if (samehost::RingPair* ring = world_->ring(t.peer, t.recv)) {
+    t.path = metrics::DataPath::Ring;
     postOnRing(t, channel, buffer, *ring);
     return;
   }
@@ -203,7 +210,9 @@ void UcxOp::ended(UcxTransfer& t, ucs_status_t status, size_t length) {
   t.length = length;
   --in_flight_;
   posted_.erase(std::find(posted_.begin(), posted_.end(), &t));
-  if (world_) transferDone(t);
+  if (!world_) return;
+  if (status == UCS_OK) world_->transferred(t.path, t.recv, std::min(length, t.bytes));
+  transferDone(t);
 }
 
 // ---------------------------------------------------------------- p2p

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/metrics/world_metrics.h"
 #include "core/op.h"
 #include "core/ordered_completions.h"
 #include "core/backends/ucx/ucx_engine.h"
@@ -45,6 +46,7 @@ struct UcxTransfer {
   size_t bytes = 0;   // posted size
   size_t length = 0;  // a receive: the sender's size
   ucs_status_t status = UCS_OK;
+  metrics::DataPath path = metrics::DataPath::Tag;  // what carried it (mw_bytes_*_total)
 };
 
 class UcxOp {
@@ -133,7 +135,7 @@ class UcxOp {
   void settle();  // the last Entry left
 
   std::shared_ptr<Request> request_;
-  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  const std::chrono::steady_clock::time_point started_;  // its request's issue
   const int lane_;
   const OrderedCompletions::Ticket ticket_;
   unsigned entries_ = 0;

@@ -102,6 +102,7 @@ void UcxWorld::sendControlWord(int peer, uint64_t word) {
 void UcxOp::postLoan(UcxTransfer& t, uint64_t channel, samehost::RingPair& ring) {
   auto loan = std::make_shared<UcxLoan>();
   t.loan = loan;
+  t.path = metrics::DataPath::Cma;
   samehost::CmaDescriptor& d = loan->descriptor;
   d.magic = samehost::kCmaMagic;
   d.address = reinterpret_cast<uint64_t>(t.buffer);
@@ -153,6 +154,7 @@ void UcxOp::settleLoan(UcxTransfer& t) {
 }
 
 void UcxOp::readLoan(UcxTransfer& t, size_t length) {
+  t.path = metrics::DataPath::Cma;
   if (!world_) return ended(t, UCS_ERR_CANCELED, 0);
   samehost::CmaDescriptor d;
   if (length == sizeof d) std::memcpy(&d, t.room ? &t.room->descriptor : t.buffer, sizeof d);

@@ -25,7 +25,9 @@
 #include "core/backends/ucx/rails/ucx_failover.h"
 #include "core/backends/ucx/ucx_context.h"
 #include "core/backends/ucx/ucx_send_pacing.h"
+#include "core/break_cause.h"
 #include "core/deadline.h"
+#include "core/metrics/world_metrics.h"
 #include "core/ordered_completions.h"
 #include "core/same_host/ring_pair.h"
 #include "core/store/incarnation.h"
@@ -92,7 +94,15 @@ class UcxWorld : public WorldBackend {
   // break follows (deferred, and for a live peer of this host after
   // kPeerNoticeWait); meanwhile the world counts as broken for what is
   // issued, and failure() names this detail.
-  void transportFailed(int peer, const std::string& detail);
+  void transportFailed(int peer, const std::string& detail, BreakCause cause = BreakCause::Transport,
+                       Clock::time_point evidence = Clock::now());
+  // A transfer `t` that ended well moved `bytes` (mw_bytes_*_total); those
+  // on paths are counted per rail by UcxFailover.
+  void transferred(metrics::DataPath path, bool recv, size_t bytes) const noexcept {
+    if (!metrics_ || failover_) return;
+    if (recv) metrics_->received(path, bytes);
+    else metrics_->sent(path, bytes);
+  }
 
   // The same-host path (ucx_same_host.h, ucx_same_host.cc, ucx_rings.cc).
   // A send of `bytes` to `peer` is lent rather than sent.
@@ -171,7 +181,7 @@ class UcxWorld : public WorldBackend {
   void onLinkFailed(int peer, const std::string& why);
   // Breaks the world blaming `peer`, or, where the peer's process lives on
   // this host, first waits kPeerNoticeWait for the notice of a break it saw.
-  void breakBlaming(int peer, const std::string& detail);
+  void breakBlaming(int peer, const std::string& detail, BreakCause cause, Clock::time_point evidence);
   void sendGoodbyes();
   void drainArrivals();
   void forceCloseLinks();
@@ -188,6 +198,7 @@ class UcxWorld : public WorldBackend {
   std::vector<Peer> peers_;
   std::shared_ptr<UcxFailover> failover_;
   World* world_ = nullptr;
+  std::shared_ptr<const metrics::WorldMetrics> metrics_;  // null: metrics off
 
   // On the engine's owner.
   OrderedCompletions order_;
