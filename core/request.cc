@@ -66,6 +66,13 @@ void Request::complete(Status status, const std::string& detail) {
   {
     std::lock_guard<std::mutex> lock(m_);
     if (status_ != Status::InProgress) return;
+    // Counted before anyone can see it finished: a caller that waited for
+    // it finds it in the metrics.
+    if (world_) {
+      if (const metrics::WorldMetrics* m = world_->metrics()) {
+        m->completed(kind_, status, std::chrono::steady_clock::now() - issued_, p2p_bytes_);
+      }
+    }
     status_ = status;
     detail_ = detail;
     finished_.store(true, std::memory_order_release);
@@ -74,11 +81,6 @@ void Request::complete(Status status, const std::string& detail) {
     queued_for_poll_ = !waited;
   }
   cv_.notify_all();
-  if (world_) {
-    if (const metrics::WorldMetrics* m = world_->metrics()) {
-      m->completed(kind_, status, std::chrono::steady_clock::now() - issued_, p2p_bytes_);
-    }
-  }
   if (!waited) cq_->push(shared_from_this());
 }
 

@@ -263,6 +263,10 @@ TEST(Metrics, AWorldCountsItsOperationsBytesAndBreak) {
   EXPECT_EQ(series(s, "mw_worlds", {"nccl", "ready"}), nullptr);  // never used
   EXPECT_EQ(series(s, "mw_store_up", {})->value, 0);
   EXPECT_EQ(family(s, "mw_store_round_trip_seconds"), nullptr);  // nothing observed yet
+  // Rare events show at zero, so that a rate sees their first one.
+  EXPECT_EQ(series(s, "mw_world_breaks_total", {"gloo", "heartbeat"})->value, 0);
+  EXPECT_EQ(series(s, "mw_events_dropped_total", {})->value, 0);
+  EXPECT_EQ(series(s, "mw_store_failovers_total", {})->value, 0);
 }
 
 TEST(Metrics, WorldLabelsGiveEachWorldNameItsSeries) {

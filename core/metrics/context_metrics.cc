@@ -31,17 +31,24 @@ const char* backendLabel(Backend b) noexcept {
 ContextMetrics::ContextMetrics(bool world_labels) : world_labels_(world_labels) {
   Registry& r = *registry_;
   const bool w = world_labels;
-  auto counter = [&](const char* name, const char* help, std::vector<std::string> labels) {
-    return r.add({name, help, Kind::Counter, std::move(labels), nullptr});
+  // Rare events show at zero (FamilySpec::show_zero); a series of them is
+  // made ahead of its first count.
+  auto counter = [&](const char* name, const char* help, std::vector<std::string> labels, bool rare = false) {
+    FamilySpec spec{name, help, Kind::Counter, std::move(labels), nullptr};
+    spec.show_zero = rare;
+    return r.add(std::move(spec));
   };
-  auto histogram = [&](const char* name, const char* help, std::vector<std::string> labels, const Layout& l) {
-    return r.add({name, help, Kind::Histogram, std::move(labels), &l});
+  auto histogram = [&](const char* name, const char* help, std::vector<std::string> labels, const Layout& l,
+                       bool rare = false) {
+    FamilySpec spec{name, help, Kind::Histogram, std::move(labels), &l};
+    spec.show_zero = rare;
+    return r.add(std::move(spec));
   };
-  const auto formations = counter("mw_world_formations_total", "Worlds this process formed.", {});
+  const auto formations = counter("mw_world_formations_total", "Worlds this process formed.", {}, true);
   const auto formation_seconds = histogram(
       "mw_world_formation_seconds", "How long forming a world took, from its create call to ready.", {}, kCoarse);
   ids_.breaks = counter("mw_world_breaks_total", "Worlds of this process that broke, by what broke them.",
-                        withWorld({"backend", "cause"}, w));
+                        withWorld({"backend", "cause"}, w), true);
   ids_.detection = histogram("mw_break_detection_seconds",
                              "From a break's first evidence to its event on this process, by cause.", {"cause"},
                              kCoarse);
@@ -60,18 +67,19 @@ ContextMetrics::ContextMetrics(bool world_labels) : world_labels_(world_labels) 
   path_changes_ = counter("mw_path_changes_total", "Data paths that went down or came back, by path and state.",
                           withWorld({"path", "to"}, w));
   stall_ = histogram("mw_failover_stall_seconds",
-                     "How long traffic stalled on a failed path before it moved to another.", {}, kCoarse);
+                     "How long traffic stalled on a failed path before it moved to another.", {}, kCoarse, true);
   const auto store_round_trip = histogram(
       "mw_store_round_trip_seconds", "The watchdog's pipelined Redis round trip, one per heartbeat.", {}, kFine);
-  const auto store_failovers =
-      counter("mw_store_failovers_total", "Redis master changes this process followed (Sentinel failovers).", {});
-  const auto events_dropped = counter("mw_events_dropped_total",
-                                      "Events dropped unread: the queue keeps the newest 4096.", {});
+  const auto store_failovers = counter("mw_store_failovers_total",
+                                       "Redis master changes this process followed (Sentinel failovers).", {}, true);
+  const auto events_dropped =
+      counter("mw_events_dropped_total", "Events dropped unread: the queue keeps the newest 4096.", {}, true);
   formations_ = &r.counter(formations, {});
   formation_seconds_ = &r.histogram(formation_seconds, {});
   store_round_trip_ = &r.histogram(store_round_trip, {});
   store_failovers_ = &r.counter(store_failovers, {});
   events_dropped_ = &r.counter(events_dropped, {});
+  r.histogram(stall_, {});
 }
 
 std::shared_ptr<const WorldMetrics> ContextMetrics::forWorld(Backend backend, const std::string& world) {

@@ -45,9 +45,10 @@ void Registry::readSeries(const Entry& source, const Entry& shown, Family& out) 
   for (const auto& [values, s] : source.series) {
     Sample sample;
     sample.label_values = values;
+    const bool zero_too = shown.spec.show_zero;
     if (s.counter) {
       const uint64_t v = s.counter->value();
-      if (v == 0) continue;
+      if (v == 0 && !zero_too) continue;
       sample.value = static_cast<double>(v);
     } else if (s.histogram && shown.spec.kind == Kind::Counter) {
       const uint64_t n = s.histogram->read().count;
@@ -55,7 +56,7 @@ void Registry::readSeries(const Entry& source, const Entry& shown, Family& out) 
       sample.value = static_cast<double>(n);
     } else if (s.histogram) {
       HistogramReading r = s.histogram->read();
-      if (r.count == 0) continue;
+      if (r.count == 0 && !zero_too) continue;
       sample.value = source.spec.layout->expose(r.sum);
       sample.count = r.count;
       sample.cumulative = std::move(r.cumulative);

@@ -29,6 +29,10 @@ struct FamilySpec {
   // timing it is one update.
   static constexpr size_t kNone = static_cast<size_t>(-1);
   size_t counts_of = kNone;
+  // Its series show from when they are made, at 0 too: for rare events,
+  // so that a rate over a window sees the first one (Prometheus counts
+  // nothing for a series' first sample).
+  bool show_zero = false;
 };
 
 class Registry {
@@ -44,8 +48,8 @@ class Registry {
   Histogram& histogram(FamilyId family, const std::vector<std::string>& values);
 
   // The families in the order added, each with the series that counted
-  // something (a series shows from its first count on); a family with none
-  // is left out.
+  // something (a series shows from its first count on, or from when it was
+  // made with show_zero); a family with none is left out.
   std::vector<Family> read() const;
 
  private:

@@ -41,6 +41,9 @@ WorldMetrics::WorldMetrics(std::shared_ptr<Registry> registry, const FamilyIds& 
     sent_[p] = &registry_->counter(ids_.sent, labels({pathName(p)}));
     received_[p] = &registry_->counter(ids_.received, labels({pathName(p)}));
   }
+  for (size_t c = 0; c < kBreakCauses; ++c) {
+    registry_->counter(ids_.breaks, labels({breakCauseName(static_cast<BreakCause>(c))}));
+  }
   for (auto& per_op : errors_) {
     for (auto& c : per_op) c.store(nullptr, std::memory_order_relaxed);
   }

@@ -211,7 +211,8 @@ void UcxOp::ended(UcxTransfer& t, ucs_status_t status, size_t length) {
   --in_flight_;
   posted_.erase(std::find(posted_.begin(), posted_.end(), &t));
   if (!world_) return;
-  if (status == UCS_OK) world_->transferred(t.path, t.recv, std::min(length, t.bytes));
+  // A receive counts once its message matched it whole (sizes equal).
+  if (status == UCS_OK && (!t.recv || length == t.bytes)) world_->transferred(t.path, t.recv, t.bytes);
   transferDone(t);
 }
 
