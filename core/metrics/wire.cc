@@ -70,23 +70,19 @@ std::string unescape(std::string_view s, size_t line) {
   return out;
 }
 
-double parseDouble(std::string_view s, size_t line) {
-  double v = 0;
+// The whole of `s` as a T (double or uint64_t); `what` names it.
+template <typename T>
+T parseWhole(std::string_view s, size_t line, const char* what) {
+  T v{};
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
-    bad(line, "'" + cappedText(std::string(s)) + "' is not a number");
+    bad(line, "'" + cappedText(std::string(s)) + "' is not " + what);
   }
   return v;
 }
 
-uint64_t parseCount(std::string_view s, size_t line) {
-  uint64_t v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
-    bad(line, "'" + cappedText(std::string(s)) + "' is not a count");
-  }
-  return v;
-}
+double parseDouble(std::string_view s, size_t line) { return parseWhole<double>(s, line, "a number"); }
+uint64_t parseCount(std::string_view s, size_t line) { return parseWhole<uint64_t>(s, line, "a count"); }
 
 // "" is an empty list.
 std::vector<std::string_view> list(std::string_view s) {
