@@ -92,7 +92,7 @@ Context::Context(const Config& cfg)
     MW_LOG(LogLevel::Info, "metrics at http://%s/metrics", cfg_.metrics_listen.c_str());
   }
   // Last: nothing may throw once the watchdog's thread can call back.
-  watchdog_->setMetricsReport([this] { return metrics::encode(metricsSnapshot()); });
+  watchdog_->setMetricsReport([this](bool store_up) { return metrics::encode(metricsSnapshot(store_up)); });
 }
 
 Context::~Context() {
@@ -310,7 +310,9 @@ void Context::pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool u
       Event{up ? Event::Type::PathUp : Event::Type::PathDown, w, w->name(), peer_rank, Status::Ok, detail, path});
 }
 
-metrics::Snapshot Context::metricsSnapshot() {
+metrics::Snapshot Context::metricsSnapshot() { return metricsSnapshot(watchdog_->storeUp()); }
+
+metrics::Snapshot Context::metricsSnapshot(bool store_up) {
   if (!metrics_) return {};
   metrics::ContextMetrics::Readings now;
   {
@@ -321,7 +323,7 @@ metrics::Snapshot Context::metricsSnapshot() {
       if (b >= 0 && b < 3 && state != WorldState::Destroyed) ++now.worlds[b][state == WorldState::Broken ? 1 : 0];
     }
   }
-  now.store_up = watchdog_->storeUp();
+  now.store_up = store_up;
   return metrics_->snapshot(now);
 }
 

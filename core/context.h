@@ -69,6 +69,9 @@ class Context : public WorldOwner {
   // The rendezvous, the backend's connections and the commit; again for a
   // newer incarnation that replaced the one joined, until the deadline.
   std::shared_ptr<World> formWorld(const WorldSpec& spec, const WorldSettings& settings, Deadline deadline);
+  // The snapshot with Redis' reachability as given: the watchdog's own
+  // report passes it, as watchdog_ is not to be read from its thread.
+  metrics::Snapshot metricsSnapshot(bool store_up);
   std::unique_ptr<WorldBackend> connectBackend(const Incarnation& inc, const std::shared_ptr<UcxContext>& ucx_context,
                                                const WorldSpec& spec, const WorldSettings& settings,
                                                Deadline deadline);

@@ -108,6 +108,9 @@ TEST(Metrics, CountOperationsAndBytesOfAWorld) {
     MWT_REQUIRE(t.find("mw_ops_total{backend=\"" + backend + "\",op=\"" + op + "\"} " + std::to_string(kSends) + "\n") !=
                 std::string::npos);
     mw_metrics_free(snap);
+    // Neither leaves (which breaks the world for the other) before both looked.
+    MWT_CHECK(mw_barrier_async(m.world, &r));
+    MWT_CHECK(mwtest::waitAndFree(r));
     return 0;
   }));
 }

@@ -243,13 +243,14 @@ void Watchdog::setPathsReport(std::function<std::string()> report) {
   paths_report_ = std::move(report);
 }
 
-void Watchdog::setMetricsReport(std::function<std::string()> report) {
+void Watchdog::setMetricsReport(std::function<std::string(bool store_up)> report) {
   std::lock_guard<std::mutex> lock(m_);
   metrics_report_ = std::move(report);
 }
 
 void Watchdog::addReports(HeartbeatRound& round, bool refresh) {
-  std::function<std::string()> paths_report, metrics_report;
+  std::function<std::string()> paths_report;
+  std::function<std::string(bool)> metrics_report;
   {
     std::lock_guard<std::mutex> lock(m_);
     paths_report = paths_report_;
@@ -267,7 +268,7 @@ void Watchdog::addReports(HeartbeatRound& round, bool refresh) {
     next_publish_ = now + cfg_.metrics_publish;
     // Kept past the next publish; a member that exits cleanly deletes it,
     // and `multiworld metrics` serves only members with a live heartbeat.
-    round.writes.push_back({keys_.metrics(member_), metrics_report(), 3 * cfg_.metrics_publish});
+    round.writes.push_back({keys_.metrics(member_), metrics_report(link_.up()), 3 * cfg_.metrics_publish});
   }
 }
 

@@ -75,8 +75,9 @@ class Watchdog {
   // with the world records' refresh). Safe from any thread.
   void setPathsReport(std::function<std::string()> report);
   // This member's metrics snapshot as Redis keeps it, asked for when one is
-  // due (metrics_publish_ms). Safe from any thread.
-  void setMetricsReport(std::function<std::string()> report);
+  // due (metrics_publish_ms), with whether Redis is reachable. Safe from
+  // any thread.
+  void setMetricsReport(std::function<std::string(bool store_up)> report);
 
  private:
   struct Watched {
@@ -130,7 +131,7 @@ class Watchdog {
   // proof of life, so the watchdog thread judges them from then on.
   std::vector<std::pair<std::string, Clock::time_point>> formed_;
   std::function<std::string()> paths_report_;
-  std::function<std::string()> metrics_report_;
+  std::function<std::string(bool store_up)> metrics_report_;
   bool stop_ = false;
   int wake_fd_ = -1;  // eventfd
   std::thread thread_;
