@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "core/metrics/endpoint.h"
 #include "tools/lab/process_exit.h"
 #include "tools/lab/stats.h"
 #include "tools/multiworld/demo_protocol.h"
 #include "tools/multiworld/embedded_redis.h"
 #include "tools/multiworld/message_node.h"
 #include "tools/multiworld/metrics.h"
-#include "core/metrics/endpoint.h"
 
 extern char** environ;
 
