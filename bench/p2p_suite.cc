@@ -417,7 +417,7 @@ int runP2pSuite(const BenchOptions& opt) {
             std::memcpy(&lanes, pending.data(), sizeof lanes);
             pending.erase(0, sizeof lanes);
             have_lanes = true;
-            if (opt.ucx) {
+            if (wide) {
               std::printf("# UCX lanes: raw %s (error mode peer, as ours); shm %s\n", lanes.ucx,
                           lanes.shm[0] ? lanes.shm : "-");
             }
