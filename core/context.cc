@@ -89,7 +89,7 @@ Context::Context(const Config& cfg)
   if (!cfg_.metrics_listen.empty()) {
     endpoint_ = std::make_unique<metrics::Endpoint>(
         cfg_.metrics_listen, [this] { return metrics::exposition(metricsSnapshot()); }, "mw-metrics");
-    MW_LOG(LogLevel::Info, "metrics at http://%s/metrics", cfg_.metrics_listen.c_str());
+    MW_LOG(LogLevel::Info, "metrics at http://%s/metrics (port %d)", cfg_.metrics_listen.c_str(), endpoint_->port());
   }
   // Last: nothing may throw once the watchdog's thread can call back.
   watchdog_->setMetricsReport([this](bool store_up) { return metrics::encode(metricsSnapshot(store_up)); });
