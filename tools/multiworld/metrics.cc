@@ -54,6 +54,13 @@ std::string scrapeNamespace(const std::string& redis_url, const std::string& ns)
                           {"snapshot"},
                           {},
                           {{{"read"}, read, 0, {}}, {{"missing"}, missing, 0, {}}, {{"unreadable"}, unreadable, 0, {}}}});
+  out.families.push_back({"mw_scrape_conflicts",
+                          "Members' families left out: another member's family of that name has other labels, kind "
+                          "or buckets (another version).",
+                          mw::metrics::Kind::Gauge,
+                          {},
+                          {},
+                          {{{}, static_cast<double>(merge.conflicts()), 0, {}}}});
   return mw::metrics::exposition(out);
 }
 

@@ -15,8 +15,10 @@ struct MetricsOptions {
   std::string listen;     // host:port; empty: --once
 };
 
-// The scrape's text: every live member's metrics, and how many members
-// were served (mw_scrape_members{snapshot="read|missing|unreadable"}).
+// The scrape's text: every live member's metrics, how many members were
+// served (mw_scrape_members{snapshot="read|missing|unreadable"}), and how
+// many of their families disagreed with another member's
+// (mw_scrape_conflicts).
 // Throws mw::Error(Store) when Redis cannot be read.
 std::string scrapeNamespace(const std::string& redis_url, const std::string& ns);
 
