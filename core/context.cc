@@ -17,6 +17,8 @@
 #include "core/heap_trim.h"
 #include "core/lanes.h"
 #include "core/log.h"
+#include "core/metrics/exposition.h"
+#include "core/metrics/wire.h"
 
 namespace mw {
 namespace {
@@ -75,16 +77,26 @@ Context::Context(const Config& cfg)
     : cfg_(validated(cfg)),
       keys_(cfg_.ns),
       member_(newMemberId()),
+      metrics_(cfg_.metrics ? std::make_unique<metrics::ContextMetrics>(cfg_.metrics_world_labels) : nullptr),
       connector_(parseRedisUrl(cfg_.redis_url), cfg_.store_timeout),
       pool_(connector_),
       rendezvous_(pool_, keys_, member_),
       gloo_device_(makeGlooDevice(cfg_.bind_address)) {
   setLogLevel(cfg_.log_level);
   ignoreSigpipeUnlessHandled();
-  watchdog_ = std::make_unique<Watchdog>(cfg_, connector_, keys_, member_, events_);
+  watchdog_ = std::make_unique<Watchdog>(cfg_, connector_, keys_, member_, events_, metrics_.get());
+  if (!metrics_) return;
+  if (!cfg_.metrics_listen.empty()) {
+    endpoint_ = std::make_unique<metrics::Endpoint>(
+        cfg_.metrics_listen, [this] { return metrics::exposition(metricsSnapshot()); }, "mw-metrics");
+    MW_LOG(LogLevel::Info, "metrics at http://%s/metrics (port %d)", cfg_.metrics_listen.c_str(), endpoint_->port());
+  }
+  // Last: nothing may throw once the watchdog's thread can call back.
+  watchdog_->setMetricsReport([this](bool store_up) { return metrics::encode(metricsSnapshot(store_up)); });
 }
 
 Context::~Context() {
+  endpoint_.reset();
   std::map<World*, std::shared_ptr<World>> worlds;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -137,6 +149,7 @@ std::vector<std::shared_ptr<Request>> Context::poll(size_t max, std::chrono::mil
 }
 
 World* Context::createWorld(const WorldSpec& spec) {
+  const Clock::time_point began = Clock::now();
   const std::string& name = spec.name;
   const int rank = spec.rank, size = spec.size, timeout_ms = spec.timeout_ms;
   const Backend backend = spec.backend;
@@ -169,7 +182,8 @@ World* Context::createWorld(const WorldSpec& spec) {
   }
   // `device` is the CUDA ordinal of an NCCL world; Gloo worlds ignore it.
   if (backend == Backend::Nccl) requireNcclDevice(name, spec.device);
-  const WorldSettings settings = resolveSettings(spec, cfg_);
+  WorldSettings settings = resolveSettings(spec, cfg_);
+  if (metrics_) settings.metrics = metrics_->forWorld(backend, name);
   {
     std::lock_guard<std::mutex> lock(m_);
     for (const auto& [ptr, w] : worlds_) {
@@ -203,6 +217,7 @@ World* Context::createWorld(const WorldSpec& spec) {
   }
   world->start();
   watchdog_->watch(world);
+  if (metrics_) metrics_->formed(Clock::now() - began);
   std::lock_guard<std::mutex> lock(m_);
   worlds_[world.get()] = world;
   MW_LOG(LogLevel::Info, "world %s epoch %llu formed: rank %d of %d", name.c_str(),
@@ -220,8 +235,8 @@ std::shared_ptr<World> Context::formWorld(const WorldSpec& spec, const WorldSett
     try {
       std::unique_ptr<WorldBackend> runner = connectBackend(inc, ucx_context, spec, settings, deadline);
       rendezvous_.commit(inc, rank, deadline);
-      WorldIdentity id{name, f.epoch, rank, size, std::move(f.members)};
-      return std::make_shared<World>(std::move(id), std::move(runner), *this, settings.op_timeout);
+      WorldIdentity id{name, f.epoch, rank, size, std::move(f.members), spec.backend};
+      return std::make_shared<World>(std::move(id), std::move(runner), *this, settings.op_timeout, settings.metrics);
     } catch (const MovedOn& e) {
       // A member that lost its place in this incarnation (as in a
       // failover) started the next one, where it waits for us: we follow,
@@ -250,6 +265,7 @@ std::unique_ptr<WorldBackend> Context::connectBackend(const Incarnation& inc,
     // The UCX world carries no data: it is the members' liveness link.
     WorldSettings control_settings = settings;
     control_settings.same_host_path = false;
+    control_settings.metrics = nullptr;  // its few control messages are no data
     std::unique_ptr<UcxWorld> control =
         UcxWorld::connect(ucx_context, pool_, inc, rank, inc.size(), control_settings, deadline);
     return NcclWorld::connect(ncclThreads(), std::move(control), pool_, inc, rank, spec.device, deadline);
@@ -289,8 +305,26 @@ void Context::worldBroken(const std::shared_ptr<World>& w, int peer_rank, const 
 
 void Context::pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const PathChange& path,
                           const std::string& detail) {
+  if (metrics_) metrics_->pathChanged(w->name(), path, up);
   events_.push(
       Event{up ? Event::Type::PathUp : Event::Type::PathDown, w, w->name(), peer_rank, Status::Ok, detail, path});
+}
+
+metrics::Snapshot Context::metricsSnapshot() { return metricsSnapshot(watchdog_->storeUp()); }
+
+metrics::Snapshot Context::metricsSnapshot(bool store_up) {
+  if (!metrics_) return {};
+  metrics::ContextMetrics::Readings now;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    for (const auto& [ptr, w] : worlds_) {
+      const int b = static_cast<int>(w->backend()) - 1;
+      const WorldState state = w->state();
+      if (b >= 0 && b < 3 && state != WorldState::Destroyed) ++now.worlds[b][state == WorldState::Broken ? 1 : 0];
+    }
+  }
+  now.store_up = store_up;
+  return metrics_->snapshot(now);
 }
 
 }  // namespace mw

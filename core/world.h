@@ -10,9 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "core/break_cause.h"
+#include "core/deadline.h"
+#include "core/metrics/world_metrics.h"
 #include "core/op.h"
 #include "core/path_change.h"
 #include "core/world_backend.h"
+#include "core/world_spec.h"
 
 namespace mw {
 
@@ -44,12 +48,15 @@ struct WorldIdentity {
   int rank = 0;
   int size = 0;
   std::vector<std::string> members;  // member id per rank
+  Backend backend = Backend::Ucx;
 };
 
 class World : public std::enable_shared_from_this<World> {
  public:
+  // `metrics`: the cells its operations and its break update; null with
+  // metrics off.
   World(WorldIdentity id, std::unique_ptr<WorldBackend> backend, WorldOwner& owner,
-        std::chrono::milliseconds op_timeout);
+        std::chrono::milliseconds op_timeout, std::shared_ptr<const metrics::WorldMetrics> metrics = nullptr);
   ~World();
   void start();
 
@@ -58,6 +65,8 @@ class World : public std::enable_shared_from_this<World> {
   int rank() const { return id_.rank; }
   int size() const { return id_.size; }
   const std::vector<std::string>& members() const { return id_.members; }
+  Backend backend() const { return id_.backend; }
+  const metrics::WorldMetrics* metrics() const { return metrics_.get(); }
   std::chrono::milliseconds opTimeout() const { return op_timeout_; }
   WorldState state() const;
   WorldOwner& owner() const { return owner_; }
@@ -72,7 +81,10 @@ class World : public std::enable_shared_from_this<World> {
 
   // Breaks the world unless it is already broken or destroyed: aborts the
   // backend, fails pending requests with WorldBroken and tells the owner.
-  void breakWorld(int peer_rank, const std::string& detail, bool announce);
+  // `evidence`: when the fault first showed (mw_break_detection_seconds
+  // counts from it to the event).
+  void breakWorld(int peer_rank, const std::string& detail, bool announce, BreakCause cause,
+                  Clock::time_point evidence = Clock::now());
 
   // Bounded: aborts and stops the backend; what is pending completes with
   // Cancelled. True when the world was still ready, i.e. the other members
@@ -91,6 +103,7 @@ class World : public std::enable_shared_from_this<World> {
   const std::unique_ptr<WorldBackend> backend_;
   WorldOwner& owner_;
   const std::chrono::milliseconds op_timeout_;
+  const std::shared_ptr<const metrics::WorldMetrics> metrics_;
 
   std::mutex issue_m_;  // makes the backend see operations in issue order
   mutable std::mutex m_;

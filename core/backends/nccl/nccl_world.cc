@@ -151,7 +151,9 @@ bool NcclWorld::cancel(Request&) noexcept { return false; }
 
 OpResult NcclWorld::failure() const { return world_->failure(); }
 
-void NcclWorld::operationFailed(const std::string& why) noexcept { world_->breakWorld(-1, why, true); }
+void NcclWorld::operationFailed(const std::string& why, BreakCause cause, Clock::time_point evidence) noexcept {
+  world_->breakWorld(-1, why, true, cause, evidence);
+}
 
 void NcclWorld::abort() noexcept {
   // Again for every later failure: the control world may have let a

@@ -60,7 +60,7 @@ class NcclWorld : public WorldBackend, private NcclOpOwner {
  private:
   NcclWorld(std::shared_ptr<NcclThreads> threads, std::unique_ptr<UcxWorld> control, mwn_comm* comm);
   OpResult failure() const override;
-  void operationFailed(const std::string& why) noexcept override;
+  void operationFailed(const std::string& why, BreakCause cause, Clock::time_point evidence) noexcept override;
   void releaseComm() noexcept;
 
   const std::shared_ptr<NcclThreads> threads_;
