@@ -330,7 +330,9 @@ void UcxWorld::onLinkFailed(int peer, const std::string& why) {
 
 void UcxWorld::breakBlaming(int peer, const std::string& detail, BreakCause cause, Clock::time_point evidence) {
   const UcxLink& link = *peers_[static_cast<size_t>(peer)].link;
-  const bool gone = link.watched() && ucx_->engine()->processGone(link.pid());
+  // The pidfd may have told first (the link then failed for it), or the
+  // endpoint's error may come before the pidfd turns readable.
+  const bool gone = link.watched() && (link.exited() || ucx_->engine()->processGone(link.pid()));
   if (failover_ || aborted() || !link.watched() || gone) {
     world_->breakWorld(peer, detail, true, gone ? BreakCause::PeerExit : cause, evidence);
     return;
