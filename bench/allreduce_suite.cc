@@ -65,11 +65,20 @@ void verify(const float* out, size_t count, int procs, const char* what) {
 
 int worker(int rank, int procs, const BenchOptions& opt, const std::string& redis_url, const std::string& ns,
            const std::string& store_dir, int fd) {
-  mw_context_t* ctx = newContext(redis_url, ns, kTimeoutMs, opt.spin_us);
+  const bool compare = opt.metrics == "compare";
+  mw_context_t* ctx = newContext(redis_url, ns, kTimeoutMs, opt.spin_us, opt.metrics != "off");
   mw_world_t* world = nullptr;
   mwCheck(mw_world_create(ctx, ("allreduce-" + std::to_string(procs)).c_str(), rank, procs, backendOf(opt), 0,
                           kTimeoutMs, &world),
           "mw_world_create");
+  // --metrics compare: "raw" is ours again, on a context with metrics off.
+  mw_context_t* ctx_off = compare ? newContext(redis_url, ns, kTimeoutMs, opt.spin_us, false) : nullptr;
+  mw_world_t* world_off = nullptr;
+  if (compare) {
+    mwCheck(mw_world_create(ctx_off, ("allreduce-off-" + std::to_string(procs)).c_str(), rank, procs,
+                            backendOf(opt), 0, kTimeoutMs, &world_off),
+            "mw_world_create");
+  }
   auto raw = rawGlooContext(rank, procs, store_dir, kTimeoutMs);
   auto barrier = [&] {
     gloo::BarrierOptions b(raw);
@@ -84,21 +93,22 @@ int worker(int rank, int procs, const BenchOptions& opt, const std::string& redi
     for (size_t i = 0; i < count; ++i) in[i] = inputOf(rank, i);
     const size_t iters = itersFor(opt, bytes);
 
-    auto runOurs = [&](size_t n, bool check) {
+    auto runOn = [&](mw_world_t* w, size_t n, bool check) {
       barrier();
       double t0 = nowSeconds();
       for (size_t k = 0; k < n; ++k) {
         if (check && k + 1 == n) std::memset(out.data(), 0xff, count * sizeof(float));
         mw_request_t* r = nullptr;
-        mwCheck(mw_allreduce_async(world, in.data(), out.data(), count, MW_FLOAT32, MW_SUM, &r),
-                "mw_allreduce_async");
+        mwCheck(mw_allreduce_async(w, in.data(), out.data(), count, MW_FLOAT32, MW_SUM, &r), "mw_allreduce_async");
         mwWait(r, kTimeoutMs, "ours allreduce");
       }
       double t = nowSeconds() - t0;
       if (check) verify(out.data(), count, procs, "ours allreduce");
       return t;
     };
+    auto runOurs = [&](size_t n, bool check) { return runOn(world, n, check); };
     auto runRaw = [&](size_t n, bool check) {
+      if (compare) return runOn(world_off, n, check);
       gloo::AllreduceOptions o(raw);
       o.setInput(in.data(), count);
       o.setOutput(out.data(), count);
@@ -145,8 +155,10 @@ int worker(int rank, int procs, const BenchOptions& opt, const std::string& redi
   barrier();
   // Everyone is past the last operation: leave.
   mw_world_destroy(world);
+  if (world_off) mw_world_destroy(world_off);
   barrier();
   mw_context_free(ctx);
+  if (ctx_off) mw_context_free(ctx_off);
   raw.reset();
   return 0;
 }
@@ -161,7 +173,7 @@ int runAllreduceSuite(const BenchOptions& opt) {
     return 2;
   }
   const std::string machine = machineName();
-  const std::string name = resultsName("allreduce", opt);
+  const std::string name = resultsName("allreduce", opt) + (opt.metrics == "compare" ? ", metrics on/off" : "");
   std::vector<Row> rows;
   size_t expected = 0;
   bool ok = true;
@@ -177,6 +189,12 @@ int runAllreduceSuite(const BenchOptions& opt) {
                 opt.ucx ? (" (UCX_TLS " + ucxTls() + ", error mode peer)").c_str() : " (tcp on 127.0.0.1)",
                 opt.rounds, opt.iters ? ("iterations " + std::to_string(opt.iters)).c_str()
                                       : "iterations = clamp(16 MiB / bytes, 2, 300)");
+    if (opt.metrics == "compare") {
+      std::printf("# --metrics compare: raw = ours again on a context with metrics off, ours with them on; "
+                  "ratio = on/off\n");
+    } else {
+      std::printf("# ours' metrics %s\n", opt.metrics.c_str());
+    }
     std::printf("%5s %10s %10s %10s %7s %12s %11s\n", "procs", "bytes", "ours_gbps", "raw_gbps", "ratio",
                 "ours_lat_us", "raw_lat_us");
     std::fflush(stdout);
@@ -225,7 +243,9 @@ int runAllreduceSuite(const BenchOptions& opt) {
                     {"ours_lat_us", jnum(r.ours_lat_us)},
                     {"raw_lat_us", jnum(r.raw_lat_us)}});
     }
-    if (!writeJson(opt.json_path, name, opt.command, machine, jr, backendFields(opt, "gloo"))) return 1;
+    JsonRow top = backendFields(opt, opt.metrics == "compare" ? "ours_metrics_off" : "gloo");
+    top.push_back({"metrics", jsonString(opt.metrics)});
+    if (!writeJson(opt.json_path, name, opt.command, machine, jr, top)) return 1;
   }
   return 0;
 }

@@ -54,6 +54,9 @@ const char kUsage[] =
     "and more (the same-host path; MW_SAME_HOST_PATH=off and MW_SAME_HOST_MIN_BYTES as for the library).\n"
     "p2p, poll, fanin and allreduce take --spin-us N: ours' spin_us (how long mw_wait/mw_poll drive progress\n"
     "before sleeping; default: the library's).\n"
+    "p2p and allreduce take --metrics on|off|compare: ours with its metrics on (default) or off; compare runs\n"
+    "ours with metrics on against ours with metrics off (raw_* and ratio in the output) instead of the raw\n"
+    "baselines, alternating as usual: what counting costs.\n"
     "usage: mw_bench p2p [--backend B] [--json FILE] [--iters N] [--rounds R] [--min-bytes B] [--max-bytes B]\n"
     "                    [--redis URL]\n"
     "  ucx: ours against a raw ucp tag loop on the same transports, and raw Gloo; unless UCX_TLS excludes\n"
@@ -241,7 +244,8 @@ int mwbench::benchMain(int argc, char** argv) {
       return 0;
     }
     bool known = arg == "--json" || arg == "--redis" || (suite != "nccl" && arg == "--backend") ||
-                 ((suite == "p2p" || suite == "poll" || suite == "fanin" || suite == "allreduce") && arg == "--spin-us");
+                 ((suite == "p2p" || suite == "poll" || suite == "fanin" || suite == "allreduce") && arg == "--spin-us") ||
+                 ((suite == "p2p" || suite == "allreduce") && arg == "--metrics");
     if (suite == "p2p" || suite == "allreduce" || suite == "nccl") {
       known = known || arg == "--iters" || arg == "--rounds" || arg == "--min-bytes" || arg == "--max-bytes" ||
               (suite == "nccl" && arg == "--device");
@@ -292,6 +296,9 @@ int mwbench::benchMain(int argc, char** argv) {
       std::size_t spin = 0;
       good = parseCount(value, false, &spin) && spin <= 1000000;
       opt.spin_us = static_cast<int>(spin);
+    } else if (arg == "--metrics") {
+      good = value == "on" || value == "off" || value == "compare";
+      opt.metrics = value;
     } else if (arg == "--redis") {
       good = !value.empty();
       opt.redis_url = value;

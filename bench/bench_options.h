@@ -22,6 +22,10 @@ struct BenchOptions {
   bool ucx = true;                  // --backend ucx|gloo: OURS' host backend (all but nccl)
   bool backend_given = false;       // resize: without --backend it runs both
   int spin_us = -1;                 // --spin-us N: OURS' spin_us (p2p, poll, fanin, allreduce); -1 = default
+  // --metrics on|off|compare (p2p, allreduce): OURS with its metrics on
+  // (the default) or off; compare: OURS against itself with metrics off,
+  // in place of the raw baselines (what counting costs).
+  std::string metrics = "on";
   // --heartbeat-interval-ms N, --heartbeat-timeout-ms N (faults, falsebreaks):
   // the contexts' heartbeat settings; 0 = the library's default.
   int heartbeat_interval_ms = 0;

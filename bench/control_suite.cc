@@ -18,7 +18,11 @@
 //             (Redis runs commands on one thread; this load generator, on
 //             the same machine, cannot saturate it); and, as a best case,
 //             rounds pipelined back to back from two connections;
-//   served    members one Redis serves at <= 50% of that capacity.
+//   served    members one Redis serves at <= 50% of that capacity;
+//   metrics   1000 members publishing their metrics every 10 s (the
+//             default metrics_publish_ms): redis-server's CPU for it, and
+//             what one scrape of all of them (`multiworld metrics`) costs
+//             (bench/control_metrics.h).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -33,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/control_metrics.h"
 #include "bench/extra_suites.h"
 #include "bench/suite_common.h"
 #include "core/liveness/heartbeat_round.h"
@@ -346,6 +351,13 @@ int runControlSuite(const BenchOptions& opt) {
                 100 * best.redis_cpu);
     std::printf("served: one Redis serves %.0f members at <= 50%% of its capacity (%.1f commands/s each)\n", served,
                 per_member);
+    const MetricsLoad ml = runMetricsLoad(redis_url, 1000, std::chrono::milliseconds(10000), seconds);
+    std::printf("metrics: %d members publishing every %lld ms (a snapshot of %zu bytes): %.0f writes/s, "
+                "redis-server at %.2f%% of a core; one scrape of them all (%zu series): %.0f ms, %.1f ms of "
+                "redis-server CPU (%.2f%% of a core at a 15 s scrape interval)\n",
+                ml.members, static_cast<long long>(ml.interval.count()), ml.snapshot_bytes, ml.sets_s,
+                100 * ml.publish_redis_cpu, ml.scraped_series, ml.scrape_ms, 1000 * ml.scrape_redis_cpu_s,
+                100 * ml.scrape_redis_cpu_s / 15);
 
     if (!opt.json_path.empty()) {
       std::vector<JsonRow> rows;
@@ -368,6 +380,13 @@ int runControlSuite(const BenchOptions& opt) {
       top.push_back({"pipelined_commands_s", jnum(best.commands_s)});
       top.push_back({"pipelined_redis_cpu", jnum(best.redis_cpu)});
       top.push_back({"members_served_at_half_capacity", fmt(served)});
+      top.push_back({"metrics_members", std::to_string(ml.members)});
+      top.push_back({"metrics_publish_ms", std::to_string(ml.interval.count())});
+      top.push_back({"metrics_snapshot_bytes", std::to_string(ml.snapshot_bytes)});
+      top.push_back({"metrics_writes_s", jnum(ml.sets_s)});
+      top.push_back({"metrics_publish_redis_cpu", jnum(ml.publish_redis_cpu)});
+      top.push_back({"metrics_scrape_ms", jnum(ml.scrape_ms)});
+      top.push_back({"metrics_scrape_redis_cpu_s", jnum(ml.scrape_redis_cpu_s)});
       if (!writeJson(opt.json_path, "control", opt.command, machineName(), rows, top)) return 1;
     }
     return 0;

@@ -130,10 +130,20 @@ P2pPeer::State::State(const PeerSetup& setup)
       mwFail((std::string("mw_config_set ") + key).c_str());
     }
   }
-  mw_status_t s = mw_context_new(cfg, &ctx_);
+  // --metrics compare: a second context, metrics off, with a world of its own.
+  auto newOurs = [&](Ours& o, bool metrics) {
+    mw_status_t s = mw_config_set(cfg, "metrics", metrics ? "on" : "off");
+    if (s == MW_OK) s = mw_context_new(cfg, &o.ctx);
+    return s == MW_OK;
+  };
+  const bool made = newOurs(on_, setup.metrics != "off") && (setup.metrics != "compare" || newOurs(off_, false));
   mw_config_free(cfg);
-  if (s != MW_OK) mwFail("mw_context_new");
-  mwCheck(mw_world_create(ctx_, "p2p", rank, 2, setup.backend, 0, setup.timeout_ms, &world_), "mw_world_create");
+  if (!made) mwFail("mw_context_new");
+  mwCheck(mw_world_create(on_.ctx, "p2p", rank, 2, setup.backend, 0, setup.timeout_ms, &on_.world), "mw_world_create");
+  if (off_.ctx) {
+    mwCheck(mw_world_create(off_.ctx, "p2p-off", rank, 2, setup.backend, 0, setup.timeout_ms, &off_.world),
+            "mw_world_create");
+  }
 
   // GLOO: TCP on 127.0.0.1, rendezvous through a file store.
   gloo::transport::tcp::attr attr;
@@ -174,8 +184,10 @@ P2pPeer::State::~State() {
   device_.reset();
   ucx_.reset();
   ucx_shm_.reset();
-  if (world_) mw_world_destroy(world_);  // the peer may already be gone: ignore
-  mw_context_free(ctx_);
+  for (Ours* o : {&on_, &off_}) {
+    if (o->world) mw_world_destroy(o->world);  // the peer may already be gone: ignore
+    mw_context_free(o->ctx);
+  }
 }
 
 void P2pPeer::State::ensureBuffers(size_t bytes) {
@@ -250,13 +262,13 @@ void P2pPeer::State::closeRaw() {
 
 mw_request_t* P2pPeer::State::oursSend(const void* buf, size_t n) {
   mw_request_t* r = nullptr;
-  mwCheck(mw_send_async(world_, buf, n, MW_UINT8, peer, &r), "mw_send_async");
+  mwCheck(mw_send_async(ours_->world, buf, n, MW_UINT8, peer, &r), "mw_send_async");
   return r;
 }
 
 mw_request_t* P2pPeer::State::oursRecv(void* buf, size_t n) {
   mw_request_t* r = nullptr;
-  mwCheck(mw_recv_async(world_, buf, n, MW_UINT8, peer, &r), "mw_recv_async");
+  mwCheck(mw_recv_async(ours_->world, buf, n, MW_UINT8, peer, &r), "mw_recv_async");
   return r;
 }
 
@@ -273,7 +285,7 @@ void P2pPeer::State::oursWait(mw_request_t* r, const char* what) {
 std::vector<uint64_t> P2pPeer::State::oursReap(const char* what) {
   mw_completion_t c[kWindow];
   size_t n = 0;
-  mwCheck(mw_poll(ctx_, c, kWindow, timeout_ms_, &n), "mw_poll");
+  mwCheck(mw_poll(ours_->ctx, c, kWindow, timeout_ms_, &n), "mw_poll");
   if (n == 0) throw BenchError(std::string(what) + ": no completion within " + std::to_string(timeout_ms_) + " ms");
   std::vector<uint64_t> done;
   std::string error;
@@ -379,8 +391,12 @@ double P2pPeer::State::execute(const P2pCommand& c) {
   const auto m = static_cast<Measure>(c.measure);
   const auto impl = static_cast<Impl>(c.impl);
   const bool bw = m == Measure::Bandwidth, lat = m == Measure::Latency;
-  if (impl == Impl::Ours && bw) return oursBandwidth(c);
-  if (impl == Impl::Ours && lat) return oursLatency(c);
+  if (impl == Impl::Ours || impl == Impl::OursMetricsOff) {
+    if (impl == Impl::OursMetricsOff && !off_.world) throw BenchError("ours with metrics off was not set up");
+    ours_ = impl == Impl::Ours ? &on_ : &off_;
+    if (bw) return oursBandwidth(c);
+    if (lat) return oursLatency(c);
+  }
   if (impl == Impl::Gloo && bw) return glooBandwidth(c);
   if (impl == Impl::Gloo && lat) return glooLatency(c);
   RawUcx* u = impl == Impl::Ucx || impl == Impl::UcxSleep ? ucx_.get() : impl == Impl::UcxShm ? ucx_shm_.get() : nullptr;

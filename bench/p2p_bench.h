@@ -29,7 +29,9 @@ class BenchError : public std::runtime_error {
 
 // UcxSleep: raw UCX (as Ucx) that waits as multiworld does: polls for
 // ours' spin_us, then sleeps on the worker's event fd.
-enum class Impl : uint32_t { Ours = 1, Gloo = 2, Ucx = 3, UcxShm = 4, UcxSleep = 5 };
+// OursMetricsOff: OURS on a second context with metrics off
+// (--metrics compare).
+enum class Impl : uint32_t { Ours = 1, Gloo = 2, Ucx = 3, UcxShm = 4, UcxSleep = 5, OursMetricsOff = 6 };
 enum class Measure : uint32_t { Bandwidth = 1, Latency = 2, Quit = 3 };
 
 // Outstanding transfers per direction in the bandwidth measurement.
@@ -50,6 +52,7 @@ struct PeerSetup {
   std::string file_store_dir; // existing, empty directory for the raw FileStore
   mw_backend_t backend = MW_BACKEND_UCX;  // OURS' world; UCX also sets up the raw UCX side
   int spin_us = -1;           // OURS' spin_us; < 0: the library's default
+  std::string metrics = "on";  // OURS' metrics: on, off, or compare (OursMetricsOff as well)
   int timeout_ms = 120000;    // any single wait longer than this fails the run
 };
 

@@ -121,9 +121,14 @@ class P2pPeer::State {
   const std::chrono::milliseconds timeout_;
   const int timeout_ms_;
 
-  // OURS
-  mw_context_t* ctx_ = nullptr;
-  mw_world_t* world_ = nullptr;
+  // OURS, and OURS with metrics off (--metrics compare); the helpers run
+  // on `ours_`, one of the two.
+  struct Ours {
+    mw_context_t* ctx = nullptr;
+    mw_world_t* world = nullptr;
+  };
+  Ours on_, off_;
+  Ours* ours_ = &on_;
 
   // GLOO, which also carries the commands and syncs of every measurement
   std::shared_ptr<gloo::transport::Device> device_;

@@ -85,8 +85,13 @@ bool writeAll(int fd, const void* p, size_t n) {
 
 class Driver {
  public:
+  // --metrics compare: RAW is ours with metrics off, and nothing else runs.
   Driver(P2pPeer& peer, const BenchOptions& opt, bool ucx)
-      : peer_(peer), opt_(opt), ucx_(ucx), shm_(ucx && peer.hasUcxShm()), raw_(ucx ? Impl::Ucx : Impl::Gloo) {}
+      : peer_(peer),
+        opt_(opt),
+        ucx_(ucx && opt.metrics != "compare"),
+        shm_(ucx_ && peer.hasUcxShm()),
+        raw_(opt.metrics == "compare" ? Impl::OursMetricsOff : ucx ? Impl::Ucx : Impl::Gloo) {}
 
   Row measure(uint64_t bytes) {
     // OURS and RAW run the same iteration count, calibrated on both; GLOO,
@@ -312,15 +317,19 @@ int runP2pSuite(const BenchOptions& opt) {
   const std::string machine = machineName();
   // UCX runs are named by UCX_TLS ("p2p (ucx, default)", "p2p (ucx, tcp)"),
   // so that both fit in one report.
-  const std::string name = opt.ucx ? "p2p (ucx, " + common::ucxTls() + ")" : common::resultsName("p2p", opt);
+  const std::string name = (opt.ucx ? "p2p (ucx, " + common::ucxTls() + ")" : common::resultsName("p2p", opt)) +
+                           (opt.metrics == "compare" ? ", metrics on/off" : "");
   std::vector<Row> rows;
   Lanes lanes;
   bool ok = true;
+  // The columns of the raw baselines besides RAW (UCX, not --metrics compare).
+  const bool wide = opt.ucx && opt.metrics != "compare";
   try {
     mwlab::TempDir dir("mw-bench-");
     PeerSetup setup;
     setup.backend = common::backendOf(opt);
     setup.spin_us = opt.spin_us;
+    setup.metrics = opt.metrics;
     setup.mw_namespace = "mwbench." + std::to_string(getpid());
     setup.file_store_dir = dir.path() + "/gloo-store";
     std::filesystem::create_directory(setup.file_store_dir);
@@ -349,6 +358,12 @@ int runP2pSuite(const BenchOptions& opt) {
                   common::spinText(opt).c_str(), sameHostText().c_str(), common::ucxTls().c_str());
     } else {
       std::printf("# ours = multiworld Gloo world, raw = gloo::rendezvous::Context, both tcp on 127.0.0.1; ");
+    }
+    if (opt.metrics == "compare") {
+      std::printf("# --metrics compare: raw = ours again on a second context with metrics off (ours has them on), "
+                  "alternating with it; ratio = on/off, added_lat_us = on - off; the other baselines do not run\n");
+    } else {
+      std::printf("# ours' metrics %s\n", opt.metrics.c_str());
     }
     std::printf("gbps = 1e9 bit/s one way, %zu sends outstanding; lat = half the median ping-pong round trip; "
                 "median of %zu rounds, each starting with the next implementation; %s\n",
@@ -402,18 +417,18 @@ int runP2pSuite(const BenchOptions& opt) {
             std::memcpy(&lanes, pending.data(), sizeof lanes);
             pending.erase(0, sizeof lanes);
             have_lanes = true;
-            if (opt.ucx) {
+            if (wide) {
               std::printf("# UCX lanes: raw %s (error mode peer, as ours); shm %s\n", lanes.ucx,
                           lanes.shm[0] ? lanes.shm : "-");
             }
-            printHeader(opt.ucx);
+            printHeader(wide);
           }
           while (have_lanes && pending.size() >= sizeof(Row)) {
             Row row;
             std::memcpy(&row, pending.data(), sizeof row);
             pending.erase(0, sizeof row);
             rows.push_back(row);
-            printRow(row, opt.ucx);
+            printRow(row, wide);
           }
         }
       } else {
@@ -457,12 +472,13 @@ int runP2pSuite(const BenchOptions& opt) {
   }
   if (!opt.json_path.empty()) {
     common::JsonRow top = common::backendFields(opt, common::backendName(opt));
-    if (opt.ucx) {
+    top.push_back({"metrics", jsonString(opt.metrics)});
+    if (wide) {
       top.push_back({"raw_error_mode", jsonString("peer")});
       top.push_back({"transport", jsonString(lanes.ucx)});
       top.push_back({"shm_transport", lanes.shm[0] ? jsonString(lanes.shm) : "null"});
     }
-    if (!common::writeJson(opt.json_path, name, opt.command, machine, jsonRows(rows, opt.ucx), top)) return 1;
+    if (!common::writeJson(opt.json_path, name, opt.command, machine, jsonRows(rows, wide), top)) return 1;
   }
   return 0;
 }

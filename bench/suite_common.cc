@@ -177,7 +177,8 @@ bool runWorkers(const char* suite, int n, size_t rec_size, const std::function<i
 
 [[noreturn]] void mwFail(const std::string& what) { throw Error(what + " failed: " + mw_last_error()); }
 
-mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms, int spin_us) {
+mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms, int spin_us,
+                         bool metrics) {
   mw_config_t* cfg = nullptr;
   mwCheck(mw_config_new(&cfg), "mw_config_new");
   std::vector<std::pair<const char*, std::string>> settings = {
@@ -189,6 +190,7 @@ mw_context_t* newContext(const std::string& redis_url, const std::string& ns, in
       {"log_level", "error"},
   };
   if (spin_us >= 0) settings.push_back({"spin_us", std::to_string(spin_us)});
+  if (!metrics) settings.push_back({"metrics", "off"});
   for (const auto& [key, value] : settings) {
     if (mw_config_set(cfg, key, value.c_str()) != MW_OK) {
       mw_config_free(cfg);

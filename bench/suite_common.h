@@ -70,7 +70,8 @@ int threadCount();
 
 // A multiworld context for benchmarks on 127.0.0.1; spin_us < 0 leaves the
 // library's default.
-mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms, int spin_us = -1);
+mw_context_t* newContext(const std::string& redis_url, const std::string& ns, int op_timeout_ms, int spin_us = -1,
+                         bool metrics = true);
 [[noreturn]] void mwFail(const std::string& what);
 inline void mwCheck(mw_status_t s, const char* what) {
   if (s != MW_OK) mwFail(what);

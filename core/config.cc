@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/metrics/listen_address.h"
 #include "core/store/redis_url.h"
 
 namespace mw {
@@ -105,12 +106,96 @@ bool isValidName(const std::string& name, size_t max_len) {
   return true;
 }
 
+namespace {
+
+bool parseOnOff(const std::string& key, const std::string& value) {
+  if (value != "on" && value != "off") {
+    throw Error(Status::InvalidArgument, "config " + key + ": '" + value + "' must be on or off");
+  }
+  return value == "on";
+}
+
+// Every key mw_config_set takes, in the order README's table lists them
+// (tests/config_keys_test.cc checks the table, and the header's list,
+// against this one).
+struct KeySpec {
+  const char* key;
+  void (*set)(Config& c, const std::string& key, const std::string& value);
+};
+
+const KeySpec kKeys[] = {
+    {"redis_url",
+     [](Config& c, const std::string&, const std::string& v) {
+       parseRedisUrl(v);  // throws on a bad URL
+       c.redis_url = v;
+     }},
+    {"namespace",
+     [](Config& c, const std::string&, const std::string& v) {
+       if (!isValidName(v, 64)) {
+         throw Error(Status::InvalidArgument, "config namespace: '" + v + "' must be 1..64 chars of [A-Za-z0-9._:-]");
+       }
+       c.ns = v;
+     }},
+    {"heartbeat_interval_ms",
+     [](Config& c, const std::string& k, const std::string& v) { c.heartbeat_interval = parseMillis(k, v, 10, 60000); }},
+    {"heartbeat_timeout_ms",
+     [](Config& c, const std::string& k, const std::string& v) { c.heartbeat_timeout = parseMillis(k, v, 20, 3600000); }},
+    {"op_timeout_ms",
+     [](Config& c, const std::string& k, const std::string& v) { c.op_timeout = parseMillis(k, v, 0, kDay); }},
+    {"bind_address",
+     [](Config& c, const std::string& k, const std::string& v) { c.bind_address = v.empty() ? v : checkedHost(k, v); }},
+    {"log_level", [](Config& c, const std::string&, const std::string& v) { c.log_level = parseLogLevel(v); }},
+    {"store_timeout_ms",
+     [](Config& c, const std::string& k, const std::string& v) { c.store_timeout = parseMillis(k, v, 10, 600000); }},
+    {"spin_us",
+     [](Config& c, const std::string& k, const std::string& v) {
+       c.spin = std::chrono::microseconds(parseInteger(k, v, 0, 1000000));
+     }},
+    {"data_addresses",
+     [](Config& c, const std::string& k, const std::string& v) {
+       c.data_addresses = v.empty() ? std::vector<std::string>{} : parseAddressList(k, v);
+     }},
+    {"path_timeout_ms",
+     [](Config& c, const std::string& k, const std::string& v) { c.path_timeout = parseMillis(k, v, 1, 3600000); }},
+    {"path_failover", [](Config& c, const std::string& k, const std::string& v) { c.path_failover = parseOnOff(k, v); }},
+    {"same_host_path",
+     [](Config& c, const std::string&, const std::string& v) {
+       c.same_host_path = parseSameHostPath("config same_host_path", v);
+     }},
+    {"same_host_min_bytes",
+     [](Config& c, const std::string& k, const std::string& v) {
+       c.same_host_min_bytes = static_cast<size_t>(parseInteger(k, v, 1, 1ll << 40));
+     }},
+    {"max_world_size",
+     [](Config& c, const std::string& k, const std::string& v) {
+       c.max_world_size = static_cast<int>(parseInteger(k, v, 1, std::numeric_limits<int>::max()));
+     }},
+    {"metrics", [](Config& c, const std::string& k, const std::string& v) { c.metrics = parseOnOff(k, v); }},
+    {"metrics_world_labels",
+     [](Config& c, const std::string& k, const std::string& v) { c.metrics_world_labels = parseOnOff(k, v); }},
+    {"metrics_publish_ms",
+     [](Config& c, const std::string& k, const std::string& v) {
+       const auto ms = parseMillis(k, v, 0, 3600000);
+       if (ms.count() != 0 && ms.count() < 100) {
+         throw Error(Status::InvalidArgument, "config " + k + ": '" + v + "' must be 0 (off) or at least 100");
+       }
+       c.metrics_publish = ms;
+     }},
+    {"metrics_listen",
+     [](Config& c, const std::string& k, const std::string& v) {
+       if (!v.empty()) checkedHost(k, metrics::splitHostPort("config " + k, v).first);
+       c.metrics_listen = v;
+     }},
+};
+
+}  // namespace
+
 const std::vector<std::string>& Config::keys() {
-  static const std::vector<std::string> k = {
-      "redis_url",     "namespace",    "heartbeat_interval_ms", "heartbeat_timeout_ms",
-      "op_timeout_ms", "bind_address", "log_level",             "store_timeout_ms",
-      "spin_us",       "max_world_size", "data_addresses",        "path_timeout_ms",
-      "path_failover", "same_host_path", "same_host_min_bytes"};
+  static const std::vector<std::string> k = [] {
+    std::vector<std::string> names;
+    for (const KeySpec& spec : kKeys) names.emplace_back(spec.key);
+    return names;
+  }();
   return k;
 }
 
@@ -136,49 +221,12 @@ Config Config::fromEnvironment() {
 }
 
 void Config::set(const std::string& key, const std::string& value) {
-  if (key == "redis_url") {
-    parseRedisUrl(value);  // throws on a bad URL
-    redis_url = value;
-  } else if (key == "namespace") {
-    if (!isValidName(value, 64)) {
-      throw Error(Status::InvalidArgument,
-                  "config namespace: '" + value + "' must be 1..64 chars of [A-Za-z0-9._:-]");
-    }
-    ns = value;
-  } else if (key == "heartbeat_interval_ms") {
-    heartbeat_interval = parseMillis(key, value, 10, 60000);
-  } else if (key == "heartbeat_timeout_ms") {
-    heartbeat_timeout = parseMillis(key, value, 20, 3600000);
-  } else if (key == "op_timeout_ms") {
-    op_timeout = parseMillis(key, value, 0, kDay);
-  } else if (key == "bind_address") {
-    bind_address = value.empty() ? value : checkedHost(key, value);
-  } else if (key == "data_addresses") {
-    data_addresses = value.empty() ? std::vector<std::string>{} : parseAddressList(key, value);
-  } else if (key == "path_timeout_ms") {
-    path_timeout = parseMillis(key, value, 1, 3600000);
-  } else if (key == "path_failover") {
-    if (value != "on" && value != "off") {
-      throw Error(Status::InvalidArgument, "config path_failover: '" + value + "' must be on or off");
-    }
-    path_failover = value == "on";
-  } else if (key == "same_host_path") {
-    same_host_path = parseSameHostPath("config same_host_path", value);
-  } else if (key == "same_host_min_bytes") {
-    same_host_min_bytes = static_cast<size_t>(parseInteger(key, value, 1, 1ll << 40));
-  } else if (key == "log_level") {
-    log_level = parseLogLevel(value);
-  } else if (key == "store_timeout_ms") {
-    store_timeout = parseMillis(key, value, 10, 600000);
-  } else if (key == "spin_us") {
-    spin = std::chrono::microseconds(parseInteger(key, value, 0, 1000000));
-  } else if (key == "max_world_size") {
-    max_world_size = static_cast<int>(parseInteger(key, value, 1, std::numeric_limits<int>::max()));
-  } else {
-    std::string known;
-    for (const auto& k : keys()) known += (known.empty() ? "" : ", ") + k;
-    throw Error(Status::InvalidArgument, "config: unknown key '" + key + "' (known: " + known + ")");
+  for (const KeySpec& spec : kKeys) {
+    if (key == spec.key) return spec.set(*this, key, value);
   }
+  std::string known;
+  for (const auto& k : keys()) known += (known.empty() ? "" : ", ") + k;
+  throw Error(Status::InvalidArgument, "config: unknown key '" + key + "' (known: " + known + ")");
 }
 
 std::vector<std::string> Config::configuredDataAddresses() const {
@@ -188,6 +236,9 @@ std::vector<std::string> Config::configuredDataAddresses() const {
 }
 
 void Config::validate() const {
+  if (!metrics && !metrics_listen.empty()) {
+    throw Error(Status::InvalidArgument, "config: metrics_listen (" + metrics_listen + ") needs metrics on");
+  }
   if (heartbeat_timeout < 2 * heartbeat_interval) {
     throw Error(Status::InvalidArgument,
                 "config: heartbeat_timeout_ms (" + std::to_string(heartbeat_timeout.count()) +

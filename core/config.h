@@ -42,6 +42,14 @@ struct Config {
   // touched: it bounds what one caller can make every member, and Redis,
   // hold for a world.
   int max_world_size = 65536;
+  // Counters and histograms of this context (core/metrics): kept at all,
+  // with a `world` label on the per-world series, published to Redis this
+  // often for `multiworld metrics` (0: never), and served over HTTP on
+  // host:port (empty: not).
+  bool metrics = true;
+  bool metrics_world_labels = false;
+  std::chrono::milliseconds metrics_publish{10000};
+  std::string metrics_listen;
 
   // Defaults, with redis_url, bind_address, data_addresses,
   // same_host_path and same_host_min_bytes taken from MW_REDIS_URL,
@@ -55,6 +63,7 @@ struct Config {
   // Cross-key checks done once, when a context is made from this config.
   void validate() const;
 
+  // Every key set() takes, in README's order.
   static const std::vector<std::string>& keys();
 
   // data_addresses when set, else bind_address as a list of one, else

@@ -16,6 +16,8 @@
 #include "core/heap_trim.h"
 #include "core/log.h"
 #include "core/resize/resize_rendezvous.h"
+#include "core/metrics/exposition.h"
+#include "core/metrics/wire.h"
 
 namespace mw {
 namespace {
@@ -56,16 +58,26 @@ Context::Context(const Config& cfg)
     : cfg_(validated(cfg)),
       keys_(cfg_.ns),
       member_(newMemberId()),
+      metrics_(cfg_.metrics ? std::make_unique<metrics::ContextMetrics>(cfg_.metrics_world_labels) : nullptr),
       connector_(parseRedisUrl(cfg_.redis_url), cfg_.store_timeout),
       pool_(connector_),
       rendezvous_(pool_, keys_, member_),
       gloo_device_(makeGlooDevice(cfg_.bind_address)) {
   setLogLevel(cfg_.log_level);
   ignoreSigpipeUnlessHandled();
-  watchdog_ = std::make_unique<Watchdog>(cfg_, connector_, keys_, member_, events_);
+  watchdog_ = std::make_unique<Watchdog>(cfg_, connector_, keys_, member_, events_, metrics_.get());
+  if (!metrics_) return;
+  if (!cfg_.metrics_listen.empty()) {
+    endpoint_ = std::make_unique<metrics::Endpoint>(
+        cfg_.metrics_listen, [this] { return metrics::exposition(metricsSnapshot()); }, "mw-metrics");
+    MW_LOG(LogLevel::Info, "metrics at http://%s/metrics (port %d)", cfg_.metrics_listen.c_str(), endpoint_->port());
+  }
+  // Last: nothing may throw once the watchdog's thread can call back.
+  watchdog_->setMetricsReport([this](bool store_up) { return metrics::encode(metricsSnapshot(store_up)); });
 }
 
 Context::~Context() {
+  endpoint_.reset();
   std::map<World*, std::shared_ptr<World>> worlds;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -130,6 +142,7 @@ Deadline Context::deadlineFor(const std::string& name, int timeout_ms) const {
 }
 
 World* Context::createWorld(const WorldSpec& spec) {
+  const Clock::time_point began = Clock::now();
   const std::string& name = spec.name;
   const int rank = spec.rank, size = spec.size;
   if (!isValidName(name, 128)) {
@@ -152,7 +165,8 @@ World* Context::createWorld(const WorldSpec& spec) {
                 "backend " + std::to_string(static_cast<int>(spec.backend)) + " is not " + backendChoices());
   }
   kind->require(spec);
-  const WorldSettings settings = resolveSettings(spec, cfg_);
+  WorldSettings settings = resolveSettings(spec, cfg_);
+  if (metrics_) settings.metrics = metrics_->forWorld(spec.backend, name);
   {
     std::lock_guard<std::mutex> lock(m_);
     for (const auto& [ptr, w] : worlds_) {
@@ -179,7 +193,9 @@ World* Context::createWorld(const WorldSpec& spec) {
     }
     throw;
   }
-  return adopt(std::move(world));
+  World* raw = adopt(std::move(world));
+  if (metrics_) metrics_->formed(Clock::now() - began);
+  return raw;
 }
 
 World* Context::adopt(std::shared_ptr<World> world) {
@@ -205,7 +221,7 @@ std::shared_ptr<World> Context::formWorld(const WorldSpec& spec, const BackendKi
       std::unique_ptr<WorldBackend> runner = kind.connect(*this, inc, rank, spec, settings, deadline);
       rendezvous_.commit(inc, rank, deadline);
       WorldIdentity id{name, f.epoch, rank, size, std::move(f.members), spec, settings};
-      return std::make_shared<World>(std::move(id), std::move(runner), *this, settings.op_timeout);
+      return std::make_shared<World>(std::move(id), std::move(runner), *this, settings.op_timeout, settings.metrics);
     } catch (const MovedOn& e) {
       // A member that lost its place in this incarnation (as in a
       // failover) started the next one, where it waits for us: we follow,
@@ -270,6 +286,7 @@ World* Context::growWorld(World* w, int new_size, int timeout_ms) {
 
 World* Context::resize(const std::shared_ptr<World>& old, bool cancel_pending, const char* verb, int timeout_ms,
                        const std::function<ResizeClaim(ResizeRendezvous&, Deadline)>& claim_fn) {
+  const Clock::time_point began = Clock::now();
   const std::string& name = old->name();
   const Deadline deadline = deadlineFor(name, timeout_ms);
   old->beginResize(cancel_pending, verb);
@@ -298,10 +315,10 @@ World* Context::resize(const std::shared_ptr<World>& old, bool cancel_pending, c
   }
   watchdog_->watchForming(name, epoch, plan.new_rank, members, old->epoch(), old_rank_of);
   const World& resized = *old;
-  old->backend().watchMembers(
+  old->runner().watchMembers(
       [this, &resized](int peer, const std::string& why) { memberLostWhileResizing(resized, peer, why); });
   auto finished = [&] {
-    old->backend().unwatchMembers();
+    old->runner().unwatchMembers();
     watchdog_->unwatchForming(name, epoch);
     std::lock_guard<std::mutex> lock(m_);
     resizing_.erase(old.get());
@@ -328,7 +345,7 @@ World* Context::resize(const std::shared_ptr<World>& old, bool cancel_pending, c
     WorldIdentity id{name, epoch, plan.new_rank, plan.new_size, std::move(f.members), old->spec(), old->settings()};
     id.spec.rank = plan.new_rank;
     id.spec.size = plan.new_size;
-    world = std::make_shared<World>(std::move(id), std::move(next), *this, old->opTimeout());
+    world = std::make_shared<World>(std::move(id), std::move(next), *this, old->opTimeout(), old->settings().metrics);
   } catch (const std::exception& e) {
     // The others hear this member gave up on the attempt (or already
     // know, from the member that died); the old world is as it was, or
@@ -341,11 +358,13 @@ World* Context::resize(const std::shared_ptr<World>& old, bool cancel_pending, c
   // Every member committed: the successor is the world now.
   finished();
   watchdog_->unwatch(old.get());
-  old->retire(epoch, verb, &world->backend());
+  old->retire(epoch, verb, &world->runner());
   MW_LOG(LogLevel::Info, "world %s epoch %llu %s into epoch %llu", name.c_str(),
          static_cast<unsigned long long>(old->epoch()), plan.kind == ResizeKind::Shrink ? "shrunk" : "grown",
          static_cast<unsigned long long>(epoch));
-  return adopt(std::move(world));
+  World* raw = adopt(std::move(world));
+  if (metrics_) metrics_->formed(Clock::now() - began);
+  return raw;
 }
 
 std::unique_ptr<WorldBackend> Context::connectResized(const std::shared_ptr<World>& old, const ResizePlan& plan,
@@ -353,7 +372,7 @@ std::unique_ptr<WorldBackend> Context::connectResized(const std::shared_ptr<Worl
   WorldSpec spec = old->spec();
   spec.rank = plan.new_rank;
   spec.size = plan.new_size;
-  WorldBackend& backend = old->backend();
+  WorldBackend& backend = old->runner();
   std::unique_ptr<WorldBackend> next =
       plan.kind == ResizeKind::Shrink ? backend.shrink(plan, *this, inc, spec, old->settings(), deadline)
                                       : backend.grow(plan, *this, inc, spec, old->settings(), deadline);
@@ -410,8 +429,29 @@ void Context::worldBroken(const std::shared_ptr<World>& w, int peer_rank, const 
 
 void Context::pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const PathChange& path,
                           const std::string& detail) {
+  if (metrics_) metrics_->pathChanged(w->name(), path, up);
   events_.push(
       Event{up ? Event::Type::PathUp : Event::Type::PathDown, w, w->name(), peer_rank, Status::Ok, detail, path});
+}
+
+metrics::Snapshot Context::metricsSnapshot() { return metricsSnapshot(watchdog_->storeUp()); }
+
+metrics::Snapshot Context::metricsSnapshot(bool store_up) {
+  if (!metrics_) return {};
+  metrics::ContextMetrics::Readings now;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    for (const auto& [ptr, w] : worlds_) {
+      const int b = static_cast<int>(w->backend()) - 1;
+      const WorldState state = w->state();
+      // A retired handle's world lives on as its successor.
+      if (b >= 0 && b < 3 && state != WorldState::Destroyed && state != WorldState::Retired) {
+        ++now.worlds[b][state == WorldState::Broken ? 1 : 0];
+      }
+    }
+  }
+  now.store_up = store_up;
+  return metrics_->snapshot(now);
 }
 
 }  // namespace mw

@@ -1,6 +1,6 @@
 // A process's membership in any number of worlds: the Redis connections,
-// the watchdog, the transport device, the completion and event queues, and
-// the worlds themselves.
+// the watchdog, the transport device, the completion and event queues, the
+// metrics, and the worlds themselves.
 #pragma once
 
 #include <functional>
@@ -13,6 +13,8 @@
 #include "core/completion_queue.h"
 #include "core/config.h"
 #include "core/event_queue.h"
+#include "core/metrics/context_metrics.h"
+#include "core/metrics/endpoint.h"
 #include "core/store/keys.h"
 #include "core/readiness.h"
 #include "core/resize/resize_plan.h"
@@ -63,6 +65,9 @@ class Context : public WorldOwner, private BackendServices {
   // mw_context_fd / mw_context_wake.
   int fd() { return readiness_->fd(); }
   void wake();
+  // mw_metrics_snapshot: the counters now, with the gauges read now; empty
+  // with metrics off.
+  metrics::Snapshot metricsSnapshot();
 
   void pathChanged(const std::shared_ptr<World>& w, int peer_rank, bool up, const PathChange& path,
                    const std::string& detail) override;
@@ -101,15 +106,19 @@ class Context : public WorldOwner, private BackendServices {
   // A world, once its backend is connected and every member committed:
   // started, watched and held.
   World* adopt(std::shared_ptr<World> world);
+  // The snapshot with Redis' reachability as given: the watchdog's own
+  // report passes it, as watchdog_ is not to be read from its thread.
+  metrics::Snapshot metricsSnapshot(bool store_up);
 
   const Config cfg_;
   const Keys keys_;
   const std::string member_;
+  const std::unique_ptr<metrics::ContextMetrics> metrics_;  // null: metrics off
   RedisConnector connector_;
   RedisPool pool_;
   Rendezvous rendezvous_;
   const std::shared_ptr<Readiness> readiness_ = std::make_shared<Readiness>();
-  EventQueue events_{*readiness_};
+  EventQueue events_{*readiness_, metrics_ ? &metrics_->eventsDropped() : nullptr};
   std::shared_ptr<CompletionQueue> cq_ = std::make_shared<CompletionQueue>(readiness_);
   std::unique_ptr<Watchdog> watchdog_;
 
@@ -125,6 +134,8 @@ class Context : public WorldOwner, private BackendServices {
   std::mutex m_;
   std::map<World*, std::shared_ptr<World>> worlds_;
   std::map<const World*, Resizing> resizing_;  // under m_
+  // metrics_listen's server; last, so that it goes first.
+  std::unique_ptr<metrics::Endpoint> endpoint_;
 };
 
 }  // namespace mw

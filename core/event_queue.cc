@@ -11,6 +11,7 @@ void EventQueue::push(Event e) {
     if (events_.size() >= kCapacity) {
       dropped = std::move(events_.front());
       events_.pop_front();
+      if (dropped_) dropped_->add();
     } else {
       readiness_.added(1);
     }

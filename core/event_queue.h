@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/metrics/counter.h"
 #include "core/path_change.h"
 #include "core/wake_signal.h"
 
@@ -35,8 +36,10 @@ class EventQueue {
   // forever; the oldest events are dropped first.
   static constexpr size_t kCapacity = 4096;
 
-  // `readiness` (the context's fd) outlives the queue.
-  explicit EventQueue(Readiness& readiness) : readiness_(readiness) {}
+  // `readiness` (the context's fd) and `dropped` (counts what the bound
+  // drops; null: nothing counts) outlive the queue.
+  explicit EventQueue(Readiness& readiness, metrics::Counter* dropped = nullptr)
+      : readiness_(readiness), dropped_(dropped) {}
 
   void push(Event e);
   // Waits up to `timeout` (negative: forever), or until wake().
@@ -45,6 +48,7 @@ class EventQueue {
 
  private:
   Readiness& readiness_;
+  metrics::Counter* const dropped_;
   std::mutex m_;
   std::condition_variable cv_;
   WakeSignal wake_;

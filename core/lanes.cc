@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <optional>
+
 #include "core/log.h"
 #include "core/request.h"
 #include "core/signals.h"
@@ -130,18 +132,26 @@ void LaneBackend::stop() noexcept {
   if (!stuck_) comm_->close();  // else the destructor closes it
 }
 
-std::string LaneBackend::explain(const TransportError& e) {
+void LaneBackend::breakOn(const TransportError& e) {
   const std::chrono::milliseconds op_timeout = world_->opTimeout();
   if (op_timeout.count() > 0) {
     const auto now = Clock::now();
-    std::lock_guard<std::mutex> lock(m_);
-    for (auto& [peer, lane] : lanes_) {
-      if (lane->running && lane->deadline <= now) {
-        return "an operation ran past op_timeout_ms=" + std::to_string(op_timeout.count()) + " (" + e.what() + ")";
+    std::optional<Clock::time_point> started;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      for (auto& [peer, lane] : lanes_) {
+        if (lane->running && lane->deadline <= now) started = lane->deadline - op_timeout;
       }
     }
+    if (started) {
+      world_->breakWorld(e.peerRank(),
+                         "an operation ran past op_timeout_ms=" + std::to_string(op_timeout.count()) + " (" +
+                             e.what() + ")",
+                         true, BreakCause::OpTimeout, *started);
+      return;
+    }
   }
-  return e.what();
+  world_->breakWorld(e.peerRank(), e.what(), true, BreakCause::Transport);
 }
 
 void LaneBackend::laneMain(Lane& lane) {
@@ -181,7 +191,7 @@ void LaneBackend::laneMain(Lane& lane) {
       try {
         comm_->idleWait();
       } catch (const TransportError& e) {
-        world_->breakWorld(e.peerRank(), explain(e), true);
+        breakOn(e);
       }
     }
   }
@@ -227,9 +237,9 @@ void LaneBackend::runItem(Lane& lane, Item& item) {
     item.request->complete(r.status, r.detail);
     return;
   } catch (const TransportError& e) {
-    world_->breakWorld(e.peerRank(), explain(e), true);
+    breakOn(e);
   } catch (const std::exception& e) {
-    world_->breakWorld(-1, std::string("backend failure: ") + e.what(), true);
+    world_->breakWorld(-1, std::string("backend failure: ") + e.what(), true, BreakCause::Backend);
   }
   lane.lost = true;
   OpResult f = world_->failure();

@@ -55,9 +55,10 @@ class LaneBackend : public WorldBackend {
   void laneMain(Lane& lane);
   void runItem(Lane& lane, Item& item);
   void notifyAll();  // under m_
-  // Why the transport failed: a running operation past op_timeout_ms
-  // makes every lane fail (Gloo closes all pairs), and is the reason.
-  std::string explain(const TransportError& e);
+  // Breaks the world for `e`. A running operation past op_timeout_ms
+  // makes every lane fail (Gloo closes all pairs), and is then the reason;
+  // else the transport failed.
+  void breakOn(const TransportError& e);
 
   std::unique_ptr<Communicator> comm_;
   World* world_ = nullptr;  // owns this backend

@@ -5,6 +5,7 @@
 // carried it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -16,6 +17,9 @@ struct PathChange {
   std::string remote_address;
   uint64_t outstanding_messages = 0;
   uint64_t outstanding_bytes = 0;
+  // Down: how long the traffic it carried stalled before it moved to
+  // another path, from the fault's first evidence; 0 when it carried none.
+  std::chrono::nanoseconds failover_stall{0};
 };
 
 }  // namespace mw

@@ -32,7 +32,7 @@ Status Request::test() {
 size_t Request::receivedBytes() {
   if (kind_ != OpKind::Recv) return 0;
   std::lock_guard<std::mutex> lock(m_);
-  return status_ == Status::Ok ? recv_bytes_ : 0;
+  return status_ == Status::Ok ? p2p_bytes_ : 0;
 }
 
 Status Request::wait(std::chrono::milliseconds timeout) {
@@ -67,8 +67,14 @@ void Request::complete(Status status, const std::string& detail) {
     std::lock_guard<std::mutex> lock(m_);
     if (status_ != Status::InProgress) return;
     // Before the program can see it finished: a shrink that follows its
-    // wait finds nothing pending.
+    // wait finds nothing pending, and a caller that waited for it finds it
+    // in the metrics.
     if (countOut() && world_) world_->opEnded();
+    if (world_) {
+      if (const metrics::WorldMetrics* m = world_->metrics()) {
+        m->completed(kind_, status, std::chrono::steady_clock::now() - issued_, p2p_bytes_);
+      }
+    }
     status_ = status;
     detail_ = detail;
     finished_.store(true, std::memory_order_release);

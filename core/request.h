@@ -38,13 +38,15 @@ class Request : public std::enable_shared_from_this<Request> {
   const std::shared_ptr<World>& world() const noexcept { return world_; }
 
   // What the request runs, set once before it is handed to the backend
-  // (mw_poll_info reports it): its kind and, for a receive, its buffer's
-  // bytes.
-  void describe(OpKind kind, size_t recv_bytes) noexcept {
+  // (mw_poll_info reports it): its kind and, for a send or a receive, its
+  // buffer's bytes.
+  void describe(OpKind kind, size_t p2p_bytes) noexcept {
     kind_ = kind;
-    recv_bytes_ = recv_bytes;
+    p2p_bytes_ = p2p_bytes;
   }
   OpKind kind() const noexcept { return kind_; }
+  // When it was issued (created): its operation's age counts from here.
+  std::chrono::steady_clock::time_point issued() const noexcept { return issued_; }
   // The bytes a receive that succeeded wrote (a receive matches only a
   // send of its own size); 0 for anything else, and while in progress.
   // Reports nothing to the program, unlike test().
@@ -79,7 +81,8 @@ class Request : public std::enable_shared_from_this<Request> {
   std::atomic<bool> finished_{false};  // status_ is final; read without the lock
   std::atomic<bool> counted_{false};   // in its world's pending count
   OpKind kind_ = OpKind::Barrier;
-  size_t recv_bytes_ = 0;
+  size_t p2p_bytes_ = 0;
+  const std::chrono::steady_clock::time_point issued_ = std::chrono::steady_clock::now();
 
   std::mutex m_;
   std::condition_variable cv_;

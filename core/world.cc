@@ -8,8 +8,12 @@
 namespace mw {
 
 World::World(WorldIdentity id, std::unique_ptr<WorldBackend> backend, WorldOwner& owner,
-             std::chrono::milliseconds op_timeout)
-    : id_(std::move(id)), backend_(std::move(backend)), owner_(owner), op_timeout_(op_timeout) {}
+             std::chrono::milliseconds op_timeout, std::shared_ptr<const metrics::WorldMetrics> metrics)
+    : id_(std::move(id)),
+      backend_(std::move(backend)),
+      owner_(owner),
+      op_timeout_(op_timeout),
+      metrics_(std::move(metrics)) {}
 
 World::~World() {
   // destroy() is the normal path; this covers a world dropped without it.
@@ -104,6 +108,7 @@ void World::endResize(const std::string& why) {
   if (!moveTo(WorldState::Broken)) return;
   broken_detail_ = "its operations were cancelled by MW_SHRINK_ABORT and the shrink failed: " + why;
   broken_peer_ = -1;
+  if (metrics_) metrics_->broke(BreakCause::Cancel, Clock::duration::zero());
   owner_.worldBroken(shared_from_this(), -1, broken_detail_, false);
 }
 
@@ -133,14 +138,15 @@ Request* World::submit(const OpDesc& desc, uint64_t user_data) {
     throw Error(f.status, f.detail);
   }
   Request* r = Request::create(shared_from_this(), owner_.completions(), user_data, backend_->driver());
-  r->describe(op.kind, op.kind == OpKind::Recv ? op.count * dtypeSize(op.dtype) : 0);
+  const bool p2p = op.kind == OpKind::Recv || op.kind == OpKind::Send;
+  r->describe(op.kind, p2p ? op.count * dtypeSize(op.dtype) : 0);
   pending_.fetch_add(1);
   r->countIn();
   try {
     backend_->submit(op, r->shared_from_this());
   } catch (const TransportError& e) {
     if (r->countOut()) pending_.fetch_sub(1);
-    breakWorld(e.peerRank(), e.what(), true);
+    breakWorld(e.peerRank(), e.what(), true, BreakCause::Transport);
     r->release();
     throw Error(Status::WorldBroken, "world '" + id_.name + "' is broken: " + e.what());
   } catch (...) {
@@ -155,10 +161,11 @@ void World::cancel(Request& r) {
   if (r.finished()) return;
   if (backend_->cancel(r)) return;
   breakWorld(id_.rank, "rank " + std::to_string(id_.rank) + " cancelled an operation that was already under way",
-             true);
+             true, BreakCause::Cancel);
 }
 
-void World::breakWorld(int peer_rank, const std::string& detail, bool announce) {
+void World::breakWorld(int peer_rank, const std::string& detail, bool announce, BreakCause cause,
+                       Clock::time_point evidence) {
   {
     std::lock_guard<std::mutex> lock(m_);
     if (state_ == WorldState::Destroyed || state_ == WorldState::Retired) return;
@@ -166,6 +173,7 @@ void World::breakWorld(int peer_rank, const std::string& detail, bool announce) 
       broken_detail_ = detail;
       broken_peer_ = peer_rank;
       broken_announced_ = announce;
+      if (metrics_) metrics_->broke(cause, Clock::now() - evidence);
       // The event is queued before any request can fail for this break, so
       // a program that sees a failed request finds the event (and the
       // blamed peer) already waiting. The owner only queues; it never

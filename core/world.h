@@ -10,9 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "core/break_cause.h"
+#include "core/deadline.h"
+#include "core/metrics/world_metrics.h"
 #include "core/op.h"
 #include "core/path_change.h"
 #include "core/world_backend.h"
+#include "core/world_spec.h"
 #include "core/world_state.h"
 
 namespace mw {
@@ -46,15 +50,17 @@ struct WorldIdentity {
   int rank = 0;
   int size = 0;
   std::vector<std::string> members;  // member id per rank
-  // What it was created with, for its successors.
+  // What it was created with (its backend among it), for its successors.
   WorldSpec spec;
   WorldSettings settings;
 };
 
 class World : public std::enable_shared_from_this<World> {
  public:
+  // `metrics`: the cells its operations and its break update; null with
+  // metrics off.
   World(WorldIdentity id, std::unique_ptr<WorldBackend> backend, WorldOwner& owner,
-        std::chrono::milliseconds op_timeout);
+        std::chrono::milliseconds op_timeout, std::shared_ptr<const metrics::WorldMetrics> metrics = nullptr);
   ~World();
   void start();
 
@@ -65,6 +71,8 @@ class World : public std::enable_shared_from_this<World> {
   const std::vector<std::string>& members() const { return id_.members; }
   const WorldSpec& spec() const { return id_.spec; }
   const WorldSettings& settings() const { return id_.settings; }
+  Backend backend() const { return id_.spec.backend; }
+  const metrics::WorldMetrics* metrics() const { return metrics_.get(); }
   std::chrono::milliseconds opTimeout() const { return op_timeout_; }
   WorldState state() const;
   WorldOwner& owner() const { return owner_; }
@@ -79,7 +87,10 @@ class World : public std::enable_shared_from_this<World> {
 
   // Breaks the world unless it is already broken or destroyed: aborts the
   // backend, fails pending requests with WorldBroken and tells the owner.
-  void breakWorld(int peer_rank, const std::string& detail, bool announce);
+  // `evidence`: when the fault first showed (mw_break_detection_seconds
+  // counts from it to the event).
+  void breakWorld(int peer_rank, const std::string& detail, bool announce, BreakCause cause,
+                  Clock::time_point evidence = Clock::now());
 
   // Bounded: aborts and stops the backend; what is pending completes with
   // Cancelled. True when the world was still ready, i.e. the other members
@@ -117,13 +128,15 @@ class World : public std::enable_shared_from_this<World> {
   // handle is retired.
   void retire(uint64_t successor_epoch, const char* verb, WorldBackend* successor);
   bool resizing() const { return resizing_.load(); }
-  WorldBackend& backend() const { return *backend_; }
+  // What runs its operations (the backend's world).
+  WorldBackend& runner() const { return *backend_; }
 
  private:
   const WorldIdentity id_;
   const std::unique_ptr<WorldBackend> backend_;
   WorldOwner& owner_;
   const std::chrono::milliseconds op_timeout_;
+  const std::shared_ptr<const metrics::WorldMetrics> metrics_;
 
   std::mutex issue_m_;  // makes the backend see operations in issue order
   mutable std::mutex m_;

@@ -4,11 +4,15 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 namespace mw {
 
 struct Config;
+namespace metrics {
+class WorldMetrics;
+}
 
 enum class Backend { Gloo = 1, Nccl = 2, Ucx = 3 };
 
@@ -41,6 +45,8 @@ struct WorldSettings {
   bool path_failover = true;
   bool same_host_path = true;
   size_t same_host_min_bytes = 64 << 10;
+  // What the backend counts its transfers into; null: metrics off.
+  std::shared_ptr<const metrics::WorldMetrics> metrics;
 };
 
 // Throws Error(InvalidArgument) naming a value this build cannot honour:

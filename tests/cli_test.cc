@@ -60,6 +60,15 @@ TEST(Cli, HelpAndBadUsage) {
   out.clear();
   EXPECT_EQ(run(kCli + " bench p2p --backend rdma", &out), 2);
   EXPECT_NE(out.find("bad value 'rdma' for --backend"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(run(kCli + " metrics", &out), 2);
+  EXPECT_NE(out.find("exactly one of --listen ADDR and --once"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(run(kCli + " metrics --listen 9464", &out), 2);
+  EXPECT_NE(out.find("'9464' is not host:port"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(run(kCli + " metrics --once --redis redis://127.0.0.1:1", &out), 1);
+  EXPECT_EQ(out.find("terminate"), std::string::npos);  // one clear line, no crash
 }
 
 // `multiworld bench p2p --backend ucx`: ours, raw UCX (peer error handling,
@@ -186,4 +195,6 @@ TEST(Cli, DemoShortRunLosesNothing) {
   EXPECT_GE(std::stol(m[6]), 0) << "the new replica never joined";
   // The new replica (id 2) served requests.
   EXPECT_TRUE(std::regex_search(out, std::regex(R"(\n2\s+[1-9][0-9]*\s+live)"))) << "replica 2 served nothing";
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(demo: metrics of every member at http://127\.0\.0\.1:\d+/metrics)")))
+      << "the demo did not say where its metrics are";
 }

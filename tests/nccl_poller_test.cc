@@ -74,7 +74,7 @@ const mwn_plugin kPlugin = scripted();
 class Owner : public NcclOpOwner {
  public:
   OpResult failure() const override { return {Status::WorldBroken, "scripted world is broken"}; }
-  void operationFailed(const std::string& why) noexcept override {
+  void operationFailed(const std::string& why, BreakCause, Clock::time_point) noexcept override {
     std::lock_guard<std::mutex> lock(m);
     failures.push_back(why);
   }

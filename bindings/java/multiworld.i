@@ -33,12 +33,19 @@
  *                             addresses as long), which take the
  *                             descriptor's fields as arguments.
  *   - device memory           mwj_device_* (native/device_memory.h).
+ *   - mw_metrics_get          through mwj_metrics_get into a read-only
+ *                             proxy of mw_metric_info_t (sized by it), whose
+ *                             arrays are read with mwj_metric_label_name,
+ *                             _label_value, _bucket_bound, _bucket_count.
+ *   - mw_metrics_text         through mwj_metrics_text, which returns the
+ *                             text as a String (null on failure).
  */
 %module(jniclassname="MultiworldJNI") Multiworld
 
 %{
 #include <multiworld/multiworld.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device_memory.h"
@@ -93,6 +100,7 @@ MW_HANDLE(mw_config_t)
 MW_HANDLE(mw_context_t)
 MW_HANDLE(mw_world_t)
 MW_HANDLE(mw_request_t)
+MW_HANDLE(mw_metrics_t)
 
 /* ---- data buffers: direct java.nio.Buffer, zero-copy ------------------- */
 %typemap(jni) void*, const void* "jobject"
@@ -204,6 +212,15 @@ MW_LONG_OUT(uint64_t, address_out)
 %ignore mw_world_create_with;
 /* The caller's size must be set; mwj_next_event_info does it. */
 %ignore mw_next_event_info;
+/* The same for mw_metrics_get; the info's arrays are read by index, the
+   text is returned whole. */
+%ignore mw_metrics_get;
+%ignore mw_metrics_text;
+%ignore mw_metric_info::label_names;
+%ignore mw_metric_info::label_values;
+%ignore mw_metric_info::bucket_bounds;
+%ignore mw_metric_info::bucket_counts;
+%newobject mwj_metrics_text;
 
 %inline %{
 /* mw_world_create_with: MW_WORLD_PARAMS_INIT, then these fields. */
@@ -225,6 +242,31 @@ mw_status_t mwj_world_create_with(mw_context_t* ctx, const char* name, int rank,
 /* mw_poll_info with this binding's element size. */
 mw_status_t mwj_poll_info(mw_context_t* ctx, mw_completion_info_t* out, size_t max, int timeout_ms, size_t* n_out) {
   return mw_poll_info(ctx, out, sizeof *out, max, timeout_ms, n_out);
+}
+
+/* mw_metrics_get into a proxy of this binding's size. */
+mw_status_t mwj_metrics_get(const mw_metrics_t* m, size_t i, mw_metric_info_t* out) {
+  if (out) out->size = sizeof *out;
+  return mw_metrics_get(m, i, out);
+}
+
+/* The arrays of a series, element j (j below its count). */
+const char* mwj_metric_label_name(const mw_metric_info_t* info, size_t j) { return info->label_names[j]; }
+const char* mwj_metric_label_value(const mw_metric_info_t* info, size_t j) { return info->label_values[j]; }
+double mwj_metric_bucket_bound(const mw_metric_info_t* info, size_t j) { return info->bucket_bounds[j]; }
+uint64_t mwj_metric_bucket_count(const mw_metric_info_t* info, size_t j) { return info->bucket_counts[j]; }
+
+/* mw_metrics_text as one string (freed by SWIG); NULL when it fails. */
+char* mwj_metrics_text(const mw_metrics_t* m) {
+  size_t needed = 0;
+  char* text;
+  if (mw_metrics_text(m, NULL, 0, &needed) != MW_OK) return NULL;
+  text = (char*)malloc(needed);
+  if (text && mw_metrics_text(m, text, needed, NULL) != MW_OK) {
+    free(text);
+    text = NULL;
+  }
+  return text;
 }
 
 /* mw_next_event_info into a proxy of this binding's size. */
@@ -289,9 +331,10 @@ mw_status_t mwj_submit_device(mw_world_t* world, mw_op_kind_t kind, uint64_t sen
 %}
 
 /* ---- events: a read-only proxy without finalizer ------------------------ */
-%immutable;  /* the header's only wrapped struct members are mw_event_t's and mw_event_info_t's */
+%immutable;  /* the header's only wrapped struct members are mw_event_t's, mw_event_info_t's and mw_metric_info_t's */
 %typemap(javafinalize) mw_event_t ""
 %typemap(javafinalize) mw_event_info_t ""
+%typemap(javafinalize) mw_metric_info_t ""
 
 %include <multiworld/multiworld.h>
 %include "device_memory.h"

@@ -41,11 +41,8 @@ size_t appendHeartbeatRound(RedisConnection& conn, const HeartbeatRound& round) 
   if (!round.marker_keys.empty()) conn.append(mget(round.marker_keys));
   const std::string ttl = std::to_string(round.refresh_ttl.count());
   for (const auto& key : round.refresh_keys) conn.append({"PEXPIRE", key, ttl});
-  const bool paths = !round.paths_key.empty();
-  if (paths) {
-    conn.append({"SET", round.paths_key, round.paths_value, "PX", std::to_string(round.paths_ttl.count())});
-  }
-  return 1 + !round.peer_keys.empty() + !round.marker_keys.empty() + round.refresh_keys.size() + paths;
+  for (const KeyWrite& w : round.writes) conn.append({"SET", w.key, w.value, "PX", std::to_string(w.ttl.count())});
+  return 1 + !round.peer_keys.empty() + !round.marker_keys.empty() + round.refresh_keys.size() + round.writes.size();
 }
 
 HeartbeatReads readHeartbeatRound(RedisConnection& conn, const HeartbeatRound& round) {
@@ -56,7 +53,7 @@ HeartbeatReads readHeartbeatRound(RedisConnection& conn, const HeartbeatRound& r
   if (!round.peer_keys.empty()) beats = conn.readReply();
   if (!round.marker_keys.empty()) markers = conn.readReply();
   for (size_t i = 0; i < round.refresh_keys.size(); ++i) conn.readReply();
-  if (!round.paths_key.empty()) conn.readReply();  // for people only: a refusal breaks nothing
+  for (size_t i = 0; i < round.writes.size(); ++i) conn.readReply();  // a refusal breaks nothing
 
   if (replyIsError(hb.get())) throw Error(Status::Store, "heartbeat: " + cappedText(replyString(hb.get())));
   HeartbeatReads reads;

@@ -1,7 +1,8 @@
 // One tick of the watchdog as one pipelined round trip: this member's
 // heartbeat written, the heartbeat of every peer it watches read, the
-// break marker of every world it watches read, and the TTLs of the world
-// records refreshed when asked.
+// break marker of every world it watches read, the TTLs of the world
+// records refreshed when asked, and what this member reports of itself
+// written when due.
 #pragma once
 
 #include <chrono>
@@ -13,6 +14,12 @@
 
 namespace mw {
 
+// A value written with SET ... PX ttl.
+struct KeyWrite {
+  std::string key, value;
+  std::chrono::milliseconds ttl{0};
+};
+
 struct HeartbeatRound {
   std::string heartbeat_key, heartbeat_value;
   std::chrono::milliseconds heartbeat_ttl{0};
@@ -20,9 +27,9 @@ struct HeartbeatRound {
   std::vector<std::string> marker_keys;  // read: break markers
   std::vector<std::string> refresh_keys;  // PEXPIRE'd to refresh_ttl
   std::chrono::milliseconds refresh_ttl{0};
-  // Written too when set: this member's paths report (Keys::paths).
-  std::string paths_key, paths_value;
-  std::chrono::milliseconds paths_ttl{0};
+  // Written too: this member's paths report (Keys::paths) and metrics
+  // (Keys::metrics), for people and scrapes; a refusal breaks nothing.
+  std::vector<KeyWrite> writes;
 };
 
 struct HeartbeatReads {

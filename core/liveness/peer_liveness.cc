@@ -47,6 +47,12 @@ std::optional<Clock::time_point> PeerLiveness::dueAt() const {
   return due;
 }
 
+std::optional<Clock::time_point> PeerLiveness::lastNews(const std::string& member) const {
+  auto it = peers_.find(member);
+  if (it == peers_.end()) return std::nullopt;
+  return it->second.changed;
+}
+
 void PeerLiveness::restart(Clock::time_point at) {
   for (auto& [member, peer] : peers_) peer.changed = at;
 }

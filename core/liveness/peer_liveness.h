@@ -49,6 +49,10 @@ class PeerLiveness {
   // on time rather than at the next tick, up to one interval later.
   std::optional<Clock::time_point> dueAt() const;
 
+  // When a new beat of `member` was last read (its last sign of life);
+  // nullopt for a peer not known.
+  std::optional<Clock::time_point> lastNews(const std::string& member) const;
+
   // Forgets peers not in `members`.
   void retain(const std::set<std::string>& members);
 

@@ -38,13 +38,14 @@ std::chrono::milliseconds worldKeyTtl(const Config& cfg) {
 }  // namespace
 
 Watchdog::Watchdog(const Config& cfg, RedisConnector& connector, const Keys& keys, std::string member_id,
-                   EventQueue& events)
+                   EventQueue& events, metrics::ContextMetrics* metrics)
     : cfg_(cfg),
       keys_(keys),
       member_(std::move(member_id)),
       host_(hostName()),
       link_(cfg_, connector, keys_, events),
-      liveness_(cfg.heartbeat_timeout, cfg.heartbeat_interval) {
+      liveness_(cfg.heartbeat_timeout, cfg.heartbeat_interval),
+      metrics_(metrics) {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw Error(Status::Internal, "eventfd failed");
   try {
@@ -74,7 +75,7 @@ Watchdog::~Watchdog() {
   if (link_.connected()) {
     try {
       notices_.deliver(link_.commands(), keys_, worldKeyTtl(cfg_));
-      link_.commands().command({"DEL", keys_.heartbeat(member_)});
+      link_.commands().command({"DEL", keys_.heartbeat(member_), keys_.metrics(member_)});
     } catch (...) {
     }
   }
@@ -160,7 +161,7 @@ void Watchdog::handleExclusion(const ExclusionNotice& n) {
     w->breakWorld(rank, "rank " + std::to_string(rank) + " was excluded by the shrink of world '" + n.world +
                             "' epoch " + std::to_string(n.old_epoch) + " to epoch " + std::to_string(n.new_epoch) +
                             " (excluded: [" + n.ranks + "])",
-                  false);
+                  false, BreakCause::Marker);
   }
 }
 
@@ -201,7 +202,10 @@ void Watchdog::connect() {
   judge_after_ = now + StoreLink::maxPause(cfg_) + 2 * cfg_.heartbeat_interval;
   // A new master: peers find it through the sentinels, each in its own
   // time; none is judged on what the old master last showed.
-  if (how.master_changed) liveness_.restart(now);
+  if (how.master_changed) {
+    liveness_.restart(now);
+    if (metrics_) metrics_->storeFailover();
+  }
   // Markers written to a master that has since gone may be lost.
   if (how.ended_outage) announceAgain();
 }
@@ -265,11 +269,11 @@ void Watchdog::handleNotice(const std::string& payload) {
   if (!notice) return;  // not ours to understand; nothing from Redis may hurt us
   breakWorlds(notice->world, notice->epoch, notice->marker,
               "rank " + std::to_string(notice->marker.detector) + " reported the world broken: " + notice->marker.detail,
-              false);
+              false, BreakCause::Marker, Clock::now());
 }
 
 void Watchdog::breakWorlds(const std::string& name, uint64_t epoch, const BreakMarker& marker,
-                           const std::string& detail, bool announce) {
+                           const std::string& detail, bool announce, BreakCause cause, Clock::time_point evidence) {
   std::vector<std::shared_ptr<World>> hit;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -285,13 +289,42 @@ void Watchdog::breakWorlds(const std::string& name, uint64_t epoch, const BreakM
   }
   for (auto& w : hit) {
     int blamed = (marker.peer >= 0 && marker.peer < w->size()) ? marker.peer : -1;
-    w->breakWorld(blamed, detail, announce);
+    w->breakWorld(blamed, detail, announce, cause, evidence);
   }
 }
 
 void Watchdog::setPathsReport(std::function<std::string()> report) {
   std::lock_guard<std::mutex> lock(m_);
   paths_report_ = std::move(report);
+}
+
+void Watchdog::setMetricsReport(std::function<std::string(bool store_up)> report) {
+  std::lock_guard<std::mutex> lock(m_);
+  metrics_report_ = std::move(report);
+}
+
+void Watchdog::addReports(HeartbeatRound& round, bool refresh) {
+  std::function<std::string()> paths_report;
+  std::function<std::string(bool)> metrics_report;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    paths_report = paths_report_;
+    metrics_report = metrics_report_;
+  }
+  if (paths_report) {
+    std::string paths = paths_report();
+    if (!paths.empty() && (paths != paths_written_ || refresh)) {
+      round.writes.push_back({keys_.paths(member_), paths, worldKeyTtl(cfg_)});
+      paths_written_ = std::move(paths);
+    }
+  }
+  const auto now = Clock::now();
+  if (metrics_report && cfg_.metrics_publish.count() > 0 && now >= next_publish_) {
+    next_publish_ = now + cfg_.metrics_publish;
+    // Kept past the next publish; a member that exits cleanly deletes it,
+    // and `multiworld metrics` serves only members with a live heartbeat.
+    round.writes.push_back({keys_.metrics(member_), metrics_report(link_.up()), 3 * cfg_.metrics_publish});
+  }
 }
 
 void Watchdog::tick() {
@@ -342,21 +375,10 @@ void Watchdog::tick() {
       round.refresh_keys.push_back(keys_.worldEpoch(w.name, w.epoch, "members"));
     }
   }
-  std::function<std::string()> report;
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    report = paths_report_;
-  }
-  if (report) {
-    std::string paths = report();
-    if (!paths.empty() && (paths != paths_written_ || !round.refresh_keys.empty())) {
-      round.paths_key = keys_.paths(member_);
-      round.paths_value = paths;
-      round.paths_ttl = worldKeyTtl(cfg_);
-      paths_written_ = std::move(paths);
-    }
-  }
+  addReports(round, !round.refresh_keys.empty());
+  const auto sent = Clock::now();
   HeartbeatReads reads = runHeartbeatRound(link_.commands(), round);
+  if (metrics_) metrics_->storeRoundTrip(Clock::now() - sent);
 
   auto now = Clock::now();
   // If this thread itself was held up (CPU starvation, SIGSTOP, a Redis
@@ -379,7 +401,7 @@ void Watchdog::judgeMarkers(const std::vector<Watched>& worlds,
                                       " reported the world broken: " + marker->detail
                                 : "its break marker in Redis reads '" + cappedText(*markers[i]) + "'";
     breakWorlds(worlds[i].name, worlds[i].epoch, marker ? *marker : BreakMarker{-1, worlds[i].rank, detail}, detail,
-                false);
+                false, BreakCause::Marker, Clock::now());
   }
 }
 
@@ -399,7 +421,8 @@ void Watchdog::judgeBeats(const std::vector<Watched>& worlds, const std::vector<
       auto found = dead.find(w.members[r]);
       if (static_cast<int>(r) == w.rank || found == dead.end()) continue;
       breakWorlds(w.name, w.epoch, BreakMarker{static_cast<int>(r), w.rank, ""},
-                  liveness_.describe(static_cast<int>(r), found->first, found->second, now), true);
+                  liveness_.describe(static_cast<int>(r), found->first, found->second, now), true,
+                  BreakCause::Heartbeat, liveness_.lastNews(found->first).value_or(now));
       break;
     }
   }

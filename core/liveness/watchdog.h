@@ -12,6 +12,10 @@
 // judged until it has had a full heartbeat timeout, from this member's
 // reconnection, to write again; and every break this member knows of is
 // announced again (marker and notice), for members that missed it.
+//
+// With metrics, it also times its round trips to Redis, counts master
+// changes, and writes this member's snapshot next to its heartbeat every
+// metrics_publish_ms (core/metrics/wire.h), for `multiworld metrics`.
 #pragma once
 
 #include <chrono>
@@ -29,8 +33,10 @@
 #include "core/deadline.h"
 #include "core/event_queue.h"
 #include "core/liveness/break_notices.h"
+#include "core/liveness/heartbeat_round.h"
 #include "core/liveness/peer_liveness.h"
 #include "core/liveness/store_link.h"
+#include "core/metrics/context_metrics.h"
 #include "core/store/keys.h"
 #include "core/store/redis_connector.h"
 #include "core/store/redis_values.h"
@@ -43,8 +49,9 @@ class Watchdog {
  public:
   // Writes the first heartbeat before returning, so rendezvous can tell
   // this member is alive. Throws Error(Store) when Redis is unreachable.
+  // `metrics` (null: off) outlives the watchdog.
   Watchdog(const Config& cfg, RedisConnector& connector, const Keys& keys, std::string member_id,
-           EventQueue& events);
+           EventQueue& events, metrics::ContextMetrics* metrics = nullptr);
   ~Watchdog();
 
   void watch(const std::shared_ptr<World>& w);
@@ -82,6 +89,10 @@ class Watchdog {
   // each round and written next to the heartbeat when it changed (and
   // with the world records' refresh). Safe from any thread.
   void setPathsReport(std::function<std::string()> report);
+  // This member's metrics snapshot as Redis keeps it, asked for when one is
+  // due (metrics_publish_ms), with whether Redis is reachable. Safe from
+  // any thread.
+  void setMetricsReport(std::function<std::string(bool store_up)> report);
 
  private:
   struct Watched {
@@ -119,7 +130,10 @@ class Watchdog {
                   Clock::time_point now);
   void handleNotice(const std::string& payload);
   void breakWorlds(const std::string& name, uint64_t epoch, const BreakMarker& marker, const std::string& detail,
-                   bool announce);
+                   bool announce, BreakCause cause, Clock::time_point evidence);
+  // The writes of this round: the paths report when it changed (or with
+  // the records' refresh), the metrics when due.
+  void addReports(HeartbeatRound& round, bool refresh);
   void announceAgain();
   void wakeUp();
   std::string heartbeatValue();
@@ -137,6 +151,8 @@ class Watchdog {
   Clock::time_point judge_after_;  // no verdicts before this (outage, stall)
   int ticks_ = 0;
   std::string paths_written_;  // watchdog thread only
+  Clock::time_point next_publish_;  // watchdog thread only
+  metrics::ContextMetrics* const metrics_;
 
   mutable std::mutex m_;
   std::map<const World*, Watched> worlds_;
@@ -145,6 +161,7 @@ class Watchdog {
   // proof of life, so the watchdog thread judges them from then on.
   std::vector<std::pair<std::string, Clock::time_point>> formed_;
   std::function<std::string()> paths_report_;
+  std::function<std::string(bool store_up)> metrics_report_;
   bool stop_ = false;
   int wake_fd_ = -1;  // eventfd
   std::thread thread_;

@@ -61,6 +61,26 @@ std::vector<MemberEntry> Directory::members() {
   return out;
 }
 
+std::vector<MemberMetrics> Directory::memberMetrics() {
+  const std::string prefix = keys_.heartbeatPrefix();
+  std::vector<MemberMetrics> out;
+  for (const auto& key : scan(prefix + "*")) out.push_back(MemberMetrics{key.substr(prefix.size()), {}, {}});
+  for (const auto& m : out) {
+    conn_->append({"GET", keys_.heartbeat(m.id)});
+    conn_->append({"GET", keys_.metrics(m.id)});
+  }
+  std::vector<MemberMetrics> live;
+  for (auto& m : out) {
+    auto hb = conn_->readReply();
+    auto value = conn_->readReply();
+    if (!hb || hb->type != REDIS_REPLY_STRING) continue;  // expired between SCAN and GET
+    m.heartbeat = parseHeartbeat(std::string_view(hb->str, hb->len));
+    if (value && value->type == REDIS_REPLY_STRING) m.snapshot = std::string(value->str, value->len);
+    live.push_back(std::move(m));
+  }
+  return live;
+}
+
 std::vector<WorldEntry> Directory::worlds() {
   std::vector<WorldEntry> out;
   const std::string meta_prefix = keys_.worldMeta("");  // "<ns>:world:{}"

@@ -22,6 +22,12 @@ struct MemberEntry {
   std::string paths;  // its data paths report (Keys::paths), empty if none
 };
 
+struct MemberMetrics {
+  std::string id;
+  std::optional<Heartbeat> heartbeat;   // nullopt: a value that is not a heartbeat
+  std::optional<std::string> snapshot;  // what it published (core/metrics/wire.h); nullopt: none
+};
+
 struct WorldEntry {
   std::string name;
   std::optional<uint64_t> epoch;  // nullopt: the record's epoch is not one
@@ -51,6 +57,9 @@ class Directory {
   // Throws Error(Store) when Redis fails or refuses.
   std::vector<MemberEntry> members();
   std::vector<WorldEntry> worlds();
+  // The members with a live heartbeat and their published metrics, read
+  // in one pipelined round trip after the scan (`multiworld metrics`).
+  std::vector<MemberMetrics> memberMetrics();
 
   // The Redis it reads, password hidden.
   const std::string& where() const { return where_; }

@@ -18,6 +18,8 @@ class Keys {
   // What a member's data paths are and which it sees down (`multiworld
   // status`), next to its heartbeat.
   std::string paths(const std::string& member) const { return ns_ + ":paths:" + member; }
+  // Its metrics snapshot (core/metrics/wire.h), for `multiworld metrics`.
+  std::string metrics(const std::string& member) const { return ns_ + ":metrics:" + member; }
   std::string worldMeta(const std::string& world) const { return ns_ + ":world:{" + world + "}"; }
   // Keys of one incarnation are worldEpochBase(world) + epoch + ":" + suffix.
   std::string worldEpochBase(const std::string& world) const { return worldMeta(world) + ":"; }

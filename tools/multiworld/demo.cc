@@ -17,11 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "core/metrics/endpoint.h"
 #include "tools/lab/process_exit.h"
 #include "tools/lab/stats.h"
 #include "tools/multiworld/demo_protocol.h"
 #include "tools/multiworld/embedded_redis.h"
 #include "tools/multiworld/message_node.h"
+#include "tools/multiworld/metrics.h"
 
 extern char** environ;
 
@@ -254,6 +256,12 @@ int Leader::run() {
   }
   setenv("MW_REDIS_URL", url.c_str(), 1);
   if (!getenv("MW_BIND_ADDRESS")) setenv("MW_BIND_ADDRESS", "127.0.0.1", 1);
+  // Every member's metrics on one endpoint, as `multiworld metrics --listen`
+  // serves a namespace: the private Redis is out of an operator's reach.
+  mw::metrics::Endpoint scrape("127.0.0.1:0", [url] { return scrapeNamespace(url, "mw"); }, "mw-metrics");
+  std::printf("demo: metrics of every member at http://127.0.0.1:%d/metrics (Prometheus text; or "
+              "multiworld metrics --once --redis %s)\n",
+              scrape.port(), url.c_str());
 
   std::vector<int> first;
   for (int k = 0; k < opt_.replicas; ++k) first.push_back(k);
@@ -266,8 +274,8 @@ int Leader::run() {
     replicas_[k].spawned = start;
   }
 
-  mw_context_t* ctx = nullptr;
-  if (mw_context_new(nullptr, &ctx) != MW_OK) throw std::runtime_error(mw_last_error());
+  mw_context_t* ctx = newDemoContext();
+  if (!ctx) throw std::runtime_error(mw_last_error());
   int rc = 1;
   try {
     node_ = std::make_unique<MessageNode>(ctx);

@@ -124,8 +124,8 @@ int runStage3(MessageNode& node, const StageArgs& args) {
 }  // namespace
 
 int runDemoStage(const StageArgs& args) {
-  mw_context_t* ctx = nullptr;
-  if (mw_context_new(nullptr, &ctx) != MW_OK) {
+  mw_context_t* ctx = newDemoContext();
+  if (!ctx) {
     std::fprintf(stderr, "demo %s: %s\n", args.role.c_str(), mw_last_error());
     return 1;
   }

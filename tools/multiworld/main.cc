@@ -13,6 +13,7 @@
 #include "tools/multiworld/bench_runner.h"
 #include "tools/multiworld/demo.h"
 #include "tools/multiworld/demo_stage.h"
+#include "tools/multiworld/metrics.h"
 #include "tools/multiworld/status.h"
 
 namespace {
@@ -35,6 +36,13 @@ commands:
              --redis URL           (default: $MW_REDIS_URL, else redis://127.0.0.1:6379)
              --namespace NS        key prefix (default mw)
              --watch               refresh every second
+  metrics  every live member's metrics (each context publishes them to Redis every
+           metrics_publish_ms), labelled member, host and pid, as Prometheus text
+             --listen ADDR         serve them at http://ADDR/metrics (host:port) until
+                                   SIGINT or SIGTERM
+             --once                print them once instead
+             --redis URL           (default: $MW_REDIS_URL, else redis://127.0.0.1:6379)
+             --namespace NS        key prefix (default mw)
   bench    the benchmarks, ours against raw UCX, Gloo or NCCL in the same run:
            multiworld bench <suite> [--backend ucx|gloo] [--json FILE] ...;
            multiworld bench --help
@@ -133,6 +141,26 @@ int status(const std::vector<std::string>& args) {
   return mwcli::runStatus(opt);
 }
 
+int metrics(const std::vector<std::string>& args) {
+  mwcli::MetricsOptions opt;
+  bool once = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--once") {
+      once = true;
+    } else if ((a == "--listen" || a == "--redis" || a == "--namespace") && i + 1 < args.size()) {
+      (a == "--listen" ? opt.listen : a == "--redis" ? opt.redis_url : opt.ns) = args[++i];
+    } else {
+      return usageError("metrics: unknown option or missing value: " + a);
+    }
+  }
+  if (once == !opt.listen.empty()) return usageError("metrics: give exactly one of --listen ADDR and --once");
+  return mwcli::runMetrics(opt);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,6 +179,7 @@ int main(int argc, char** argv) {
     if (cmd == "demo") return demo(args);
     if (cmd == "__demo-stage") return demoStage(args);
     if (cmd == "status") return status(args);
+    if (cmd == "metrics") return metrics(args);
     if (cmd == "bench") return mwcli::runBench(selfExe(), argc - 2, argv + 2);
     return usageError("unknown command '" + cmd + "'");
   } catch (const std::exception& e) {

@@ -5,6 +5,15 @@
 
 namespace mwcli {
 
+mw_context_t* newDemoContext() {
+  mw_config_t* cfg = nullptr;
+  if (mw_config_new(&cfg) != MW_OK) return nullptr;
+  mw_context_t* ctx = nullptr;
+  if (mw_config_set(cfg, "metrics_publish_ms", "1000") != MW_OK || mw_context_new(cfg, &ctx) != MW_OK) ctx = nullptr;
+  mw_config_free(cfg);
+  return ctx;
+}
+
 MessageNode::~MessageNode() {
   for (auto& e : endpoints_) {
     if (!e->closed) close(*e);

@@ -17,6 +17,11 @@
 
 namespace mwcli {
 
+// A context of the demo: defaults from the environment, with its metrics
+// published every second, so that a scrape during a short run is current.
+// NULL, with mw_last_error() saying why, when it cannot be made.
+mw_context_t* newDemoContext();
+
 struct Endpoint {
   std::string name;
   mw_world_t* world = nullptr;

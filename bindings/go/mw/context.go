@@ -33,8 +33,10 @@ type options struct {
 
 // WithConfig sets a configuration key of the C library (mw_config_set):
 // redis_url, namespace, heartbeat_interval_ms, heartbeat_timeout_ms,
-// op_timeout_ms, bind_address, log_level, store_timeout_ms, spin_us. An
-// unknown key or a bad value makes NewContext fail with ErrInvalidArgument.
+// op_timeout_ms, bind_address, log_level, store_timeout_ms, spin_us, and
+// every other key of the library's README table (metrics, metrics_listen,
+// ...). An unknown key or a bad value makes NewContext fail with
+// ErrInvalidArgument.
 func WithConfig(key, value string) Option {
 	return func(o *options) { o.kv = append(o.kv, [2]string{key, value}) }
 }

@@ -50,6 +50,9 @@ SHRINK_DEFAULT, SHRINK_ABORT = 0, 1
 # mw_event_type_t
 EVENT_WORLD_BROKEN, EVENT_STORE_DOWN, EVENT_STORE_UP, EVENT_PATH_DOWN, EVENT_PATH_UP = range(1, 6)
 
+# mw_metric_kind_t
+METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM = range(1, 4)
+
 # mw_world_params_t: MW_WORLD_PARAMS_MAGIC, and the MW_VERSION_CODE of the
 # header this package was written against (0.2.0).
 WORLD_PARAMS_MAGIC = 0x6D77706D
@@ -98,6 +101,14 @@ class CompletionInfo(ctypes.Structure):
     """mw_completion_info_t"""
     _fields_ = [("request", c_void_p), ("world", c_void_p), ("user_data", c_uint64), ("status", c_int),
                 ("kind", c_int), ("bytes", c_size_t)]
+
+
+class MetricInfo(ctypes.Structure):
+    """mw_metric_info_t"""
+    _fields_ = [("size", c_size_t), ("name", c_char_p), ("help", c_char_p), ("kind", c_int),
+                ("label_count", c_size_t), ("label_names", POINTER(c_char_p)), ("label_values", POINTER(c_char_p)),
+                ("value", ctypes.c_double), ("count", c_uint64), ("bucket_count", c_size_t),
+                ("bucket_bounds", POINTER(ctypes.c_double)), ("bucket_counts", POINTER(c_uint64))]
 
 
 def _struct_of(cls):
@@ -185,6 +196,11 @@ class _Lib:
         self.request_cancel = p("mw_request_cancel", c_int, c_void_p)
         self.poll_info = p("mw_poll_info", c_int, c_void_p, c_void_p, c_size_t, c_size_t, c_int, POINTER(c_size_t))
         self.next_event_info = p("mw_next_event_info", c_int, c_void_p, POINTER(EventInfo), c_int)
+        self.metrics_snapshot = p("mw_metrics_snapshot", c_int, c_void_p, POINTER(c_void_p))
+        self.metrics_count = p("mw_metrics_count", c_size_t, c_void_p)
+        self.metrics_get = p("mw_metrics_get", c_int, c_void_p, c_size_t, POINTER(MetricInfo))
+        self.metrics_text = p("mw_metrics_text", c_int, c_void_p, c_char_p, c_size_t, POINTER(c_size_t))
+        self.metrics_free = p("mw_metrics_free", None, c_void_p)
 
     def error_message(self):
         """mw_last_error() of this thread, as str."""

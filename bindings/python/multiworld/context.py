@@ -15,6 +15,7 @@ import threading
 import weakref
 
 from . import _capi
+from . import metrics as _metrics
 from .errors import ClosedError, check, invalid, last_error
 from .events import EventStream, convert
 from .request import timeout_ms
@@ -215,6 +216,16 @@ class Context:
     def worlds(self):
         """The worlds of this context not destroyed yet."""
         return list(self._worlds.values())
+
+    def metrics(self):
+        """A snapshot of this context's metrics: a multiworld.metrics.Metrics,
+        the list of its series (Metric) with .text, Prometheus' text format.
+        multiworld.metrics.Collector serves them to prometheus_client."""
+        self._enter()
+        try:
+            return _metrics.snapshot(self._handle)
+        finally:
+            self._leave()
 
     def _forget_world(self, handle):
         self._worlds.pop(handle, None)

@@ -32,10 +32,11 @@ VALUES = {
         "ALLTOALL", "BARRIER")},
     **{f"MW_EVENT_{n}": getattr(_capi, f"EVENT_{n}") for n in (
         "WORLD_BROKEN", "STORE_DOWN", "STORE_UP", "PATH_DOWN", "PATH_UP")},
+    **{f"MW_METRIC_{n}": getattr(_capi, f"METRIC_{n}") for n in ("COUNTER", "GAUGE", "HISTOGRAM")},
 }
 STRUCTS = {"mw_op_t": _capi.Op, "mw_completion_t": _capi.Completion, "mw_event_t": _capi.Event,
            "mw_world_params_t": _capi.WorldParams, "mw_event_info_t": _capi.EventInfo,
-           "mw_completion_info_t": _capi.CompletionInfo}
+           "mw_completion_info_t": _capi.CompletionInfo, "mw_metric_info_t": _capi.MetricInfo}
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,8 @@
  * libmultiworld.so.<MW_VERSION_MAJOR>, and every function carries a symbol
  * version: MULTIWORLD_0 for the first release's set, MULTIWORLD_1.0 for the
  * ABI 1.0 additions (mw_world_create_with, mw_next_event_info,
- * mw_poll_info), one node more per release that adds. A minor release only
+ * mw_poll_info), MULTIWORLD_1.1 for the metrics (mw_metrics_*), one node
+ * more per release that adds. A minor release only
  * adds: functions (in a new node), enumerators at the end of an enum
  * (callers ignore event types and statuses they do not know), config keys,
  * and fields at the end of the structs that carry their size (mw_op_t,
@@ -143,10 +144,12 @@ MW_API const char* mw_last_error(void) MW_NOEXCEPT;
 MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
 
 /* ---- configuration ------------------------------------------------------
- * String keys, string values. Keys:
- *   redis_url             "redis://[user:pass@]host:port[/db]" or
- *                         "unix:///path/to.sock"; default: env MW_REDIS_URL,
- *                         else redis://127.0.0.1:6379
+ * String keys, string values. Keys (README.md, "Configuration keys", says
+ * more of each):
+ *   redis_url             "redis://[user:pass@]host:port[/db]",
+ *                         "unix:///path/to.sock[?db=N]" or
+ *                         "redis+sentinel://[user:pass@]h1:p1,h2:p2[,...]/MASTER_NAME[/db]";
+ *                         default: env MW_REDIS_URL, else redis://127.0.0.1:6379
  *   namespace             key prefix in Redis, default "mw"
  *                         (1..64 chars of [A-Za-z0-9._:-])
  *   heartbeat_interval_ms how often this process refreshes its heartbeat and
@@ -167,9 +170,15 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *                         transfer that keeps moving is driven for up to
  *                         1 ms, or spin_us if larger); 0 = never spin,
  *                         default 20
- *   max_world_size        the largest size mw_world_create accepts (a larger
- *                         one is MW_ERR_INVALID_ARGUMENT before Redis is
- *                         touched), default 65536
+ *   data_addresses        UCX: comma-separated local IPs, one data path
+ *                         each, in order of preference; with two or more,
+ *                         worlds survive a cut link; default: env
+ *                         MW_DATA_ADDRESSES, else bind_address, else every
+ *                         non-loopback interface that is up
+ *   path_timeout_ms       UCX, two or more paths: a message unacknowledged
+ *                         this long puts its path in doubt, default 100
+ *   path_failover         on (default) or off: off keeps one path even with
+ *                         several addresses
  *   same_host_path        auto or off: whether members on one host (one
  *                         boot, pid and network namespace) move messages
  *                         through per-pair rings of shared memory, and
@@ -186,6 +195,19 @@ MW_API int mw_backend_available(mw_backend_t b) MW_NOEXCEPT;
  *                         through the ring (one larger than the ring,
  *                         256 KiB, is lent anyway); default: env
  *                         MW_SAME_HOST_MIN_BYTES, else 65536
+ *   max_world_size        the largest size mw_world_create accepts (a larger
+ *                         one is MW_ERR_INVALID_ARGUMENT before Redis is
+ *                         touched), default 65536
+ *   metrics               on (default) or off: this context's counters and
+ *                         histograms (mw_metrics_snapshot)
+ *   metrics_world_labels  off (default) or on: the per-world metrics carry a
+ *                         world label, one series set per world name
+ *   metrics_publish_ms    how often the snapshot goes to Redis for
+ *                         `multiworld metrics`; 0 = never, else at least
+ *                         100; default 10000
+ *   metrics_listen        host:port (or [v6]:port) where this context serves
+ *                         its own metrics over HTTP (GET /metrics), one
+ *                         thread; default: empty, no server
  * Unknown key or unparsable value -> MW_ERR_INVALID_ARGUMENT.
  */
 MW_API mw_status_t mw_config_new(mw_config_t** out) MW_NOEXCEPT;
@@ -602,6 +624,55 @@ typedef struct mw_event_info {
 } mw_event_info_t;
 /* MW_ERR_TIMEOUT if none arrived within timeout_ms (0 = just look, -1 = forever). */
 MW_API mw_status_t mw_next_event_info(mw_context_t* ctx, mw_event_info_t* out, int timeout_ms) MW_NOEXCEPT;
+
+/* ---- metrics ------------------------------------------------------------
+ * The context's counters and histograms, as Prometheus models them: a
+ * family (name, help, kind, label names) holds one series per set of label
+ * values. README.md, "Metrics", lists every metric, its labels and what it
+ * counts. A series appears once it counted something. Counting costs the
+ * operations relaxed atomic adds, no lock and no allocation; the config
+ * key metrics=off turns it off, and a snapshot is then empty.
+ *
+ * A snapshot copies every series at one moment; it does not change
+ * afterwards and does not need the context (free it before or after
+ * mw_context_free). Every pointer it hands out lives until mw_metrics_free.
+ * A snapshot may be read from several threads at once.
+ */
+typedef struct mw_metrics mw_metrics_t;
+typedef enum { MW_METRIC_COUNTER = 1, MW_METRIC_GAUGE = 2, MW_METRIC_HISTOGRAM = 3 } mw_metric_kind_t;
+/* One series. As mw_event_info_t, it carries its size: the caller sets
+ * `size` to sizeof(mw_metric_info_t) as it was compiled, the library writes
+ * the first `size` bytes (zeroing any it does not know), and fields are
+ * only ever added at the end. A size below this first version's, or above
+ * 4096, is MW_ERR_INVALID_ARGUMENT. */
+typedef struct mw_metric_info {
+  size_t size;                     /* set by the caller: sizeof(mw_metric_info_t) */
+  const char* name;                /* the family's, e.g. "mw_ops_total" */
+  const char* help;                /* one line, for people */
+  mw_metric_kind_t kind;
+  size_t label_count;
+  const char* const* label_names;  /* label_count names ... */
+  const char* const* label_values; /* ... and this series' values, in the same order */
+  double value;                    /* counter, gauge: the value; histogram: the sum of the observations */
+  uint64_t count;                  /* histogram: the observations; else 0 */
+  size_t bucket_count;             /* histogram: the finite buckets; else 0 */
+  const double* bucket_bounds;     /* their upper bounds (Prometheus' le), increasing */
+  const uint64_t* bucket_counts;   /* cumulative: the observations <= each bound; the
+                                      +Inf bucket is `count` */
+} mw_metric_info_t;
+/* Takes a snapshot of ctx's metrics; free it with mw_metrics_free. */
+MW_API mw_status_t mw_metrics_snapshot(mw_context_t* ctx, mw_metrics_t** out) MW_NOEXCEPT;
+/* The series in the snapshot (0 for NULL), in families as the text lists them. */
+MW_API size_t mw_metrics_count(const mw_metrics_t* m) MW_NOEXCEPT;
+/* Series i, 0 <= i < mw_metrics_count(m); MW_ERR_INVALID_ARGUMENT beyond. */
+MW_API mw_status_t mw_metrics_get(const mw_metrics_t* m, size_t i, mw_metric_info_t* out) MW_NOEXCEPT;
+/* The snapshot in Prometheus' text exposition format, version 0.0.4 (what
+ * an HTTP scrape of /metrics returns; README, "Metrics"), NUL-terminated.
+ * *needed (when not NULL) gets the bytes it takes, NUL included. With
+ * buf NULL only *needed is set; a buffer of fewer bytes than that is
+ * MW_ERR_INVALID_ARGUMENT naming both sizes, and nothing is written. */
+MW_API mw_status_t mw_metrics_text(const mw_metrics_t* m, char* buf, size_t len, size_t* needed) MW_NOEXCEPT;
+MW_API void mw_metrics_free(mw_metrics_t* m) MW_NOEXCEPT;
 
 #ifdef __cplusplus
 }

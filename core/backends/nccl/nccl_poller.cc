@@ -179,19 +179,20 @@ Deadline NcclPoller::pollOnce() {
         continue;
       }
       if (st != MWN_PENDING) {
-        owner->operationFailed(err[0] ? err : "the NCCL operation failed");
+        owner->operationFailed(err[0] ? err : "the NCCL operation failed", BreakCause::Backend, Clock::now());
         break;
       }
       const auto now = Clock::now();
       if (now >= o.drain_until) {
-        owner->operationFailed(o.drain_why);
+        owner->operationFailed(o.drain_why, BreakCause::PeerLeft, now - o.grace);
         break;
       }
       next = std::min(next, o.drain_until);
       const auto waited = now - w.started;
       if (w.op_timeout.count() > 0) {
         if (waited >= w.op_timeout) {
-          owner->operationFailed("an operation ran past op_timeout_ms=" + std::to_string(w.op_timeout.count()));
+          owner->operationFailed("an operation ran past op_timeout_ms=" + std::to_string(w.op_timeout.count()),
+                                 BreakCause::OpTimeout, w.started);
           break;
         }
         next = std::min(next, w.started + w.op_timeout);

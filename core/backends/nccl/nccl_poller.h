@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/backends/nccl/nccl_plugin_abi.h"
+#include "core/break_cause.h"
 #include "core/deadline.h"
 #include "core/op.h"
 #include "core/progress_driver.h"
@@ -50,9 +51,10 @@ class NcclOpOwner {
   virtual ~NcclOpOwner() = default;
   // What pending operations fail with once the owner aborted.
   virtual OpResult failure() const = 0;
-  // An operation failed in NCCL or CUDA, or ran past op_timeout_ms: the
-  // world breaks (and so calls NcclPoller::abort).
-  virtual void operationFailed(const std::string& why) noexcept = 0;
+  // An operation failed in NCCL or CUDA, or ran past op_timeout_ms, or a
+  // drain ran out: the world breaks (and so calls NcclPoller::abort) for
+  // `cause`, first seen at `evidence`.
+  virtual void operationFailed(const std::string& why, BreakCause cause, Clock::time_point evidence) noexcept = 0;
 };
 
 class NcclPoller : public ProgressDriver {

@@ -136,6 +136,7 @@ CommPlan agreeOnComm(const mwn_plugin& plugin, RedisPool& pool, const Incarnatio
 WorldSettings ncclControlSettings(const WorldSettings& world) {
   WorldSettings control = world;
   control.same_host_path = false;
+  control.metrics = nullptr;  // its few control messages are no data
   return control;
 }
 
@@ -305,7 +306,9 @@ bool NcclWorld::cancel(Request&) noexcept { return false; }
 
 OpResult NcclWorld::failure() const { return world_->failure(); }
 
-void NcclWorld::operationFailed(const std::string& why) noexcept { world_->breakWorld(-1, why, true); }
+void NcclWorld::operationFailed(const std::string& why, BreakCause cause, Clock::time_point evidence) noexcept {
+  world_->breakWorld(-1, why, true, cause, evidence);
+}
 
 void NcclWorld::abort() noexcept {
   // Again for every later failure: the control world may have let a

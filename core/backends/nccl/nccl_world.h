@@ -85,7 +85,7 @@ class NcclWorld : public WorldBackend, private NcclOpOwner {
   std::unique_ptr<WorldBackend> resized(const ResizePlan& plan, BackendServices& services, const Incarnation& next,
                                         const WorldSpec& spec, const WorldSettings& settings, Deadline deadline);
   OpResult failure() const override;
-  void operationFailed(const std::string& why) noexcept override;
+  void operationFailed(const std::string& why, BreakCause cause, Clock::time_point evidence) noexcept override;
   // Ends the communicator on the aborter; `wait`: for up to its grace.
   void releaseComm(bool wait = true) noexcept;
 

@@ -201,7 +201,11 @@ std::shared_ptr<UcxLink> UcxLinks::link(uint32_t world_id, int rank, const UcxPe
   if (peer.host == self.host && peer.pid != self.pid) {
     UcxLink* raw = link.get();
     link->watched_ = engine_.watchProcess(
-        peer.pid, peer.start_ticks, [this, raw] { fail(*raw, "its process " + std::to_string(raw->pid_) + " exited"); },
+        peer.pid, peer.start_ticks,
+        [this, raw] {
+          raw->exited_ = true;
+          fail(*raw, "its process " + std::to_string(raw->pid_) + " exited");
+        },
         link->watch_);
     if (!link->watched_) {
       close(*link);

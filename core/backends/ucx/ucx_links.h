@@ -71,6 +71,8 @@ class UcxLink : public std::enable_shared_from_this<UcxLink> {
   const std::string& failure() const { return failure_; }
   int pid() const { return pid_; }
   bool watched() const { return watched_; }
+  // Its process exited (its pidfd said so): the failure is a death.
+  bool exited() const { return exited_; }
   // Its endpoints are set up, or it failed: the world may start.
   bool settled() const { return failed_ || setups_ == 0; }
 
@@ -94,6 +96,7 @@ class UcxLink : public std::enable_shared_from_this<UcxLink> {
   int holders_ = 1;  // worlds that hold it (UcxLinks::share)
   UcxEngine::WatchId watch_ = 0;
   bool watched_ = false;
+  bool exited_ = false;
   uint64_t next_listener_ = 1;
   std::map<uint64_t, std::function<void(const std::string&)>> listeners_;
 };

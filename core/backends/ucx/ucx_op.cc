@@ -4,11 +4,17 @@
 
 #include "core/backends/ucx/ucx_tag.h"
 #include "core/backends/ucx/ucx_world.h"
+#include "core/request.h"
 
 namespace mw {
 
 UcxOp::UcxOp(UcxWorld& world, std::shared_ptr<Request> request, int lane, OrderedCompletions::Ticket ticket)
-    : world_(&world), engine_(world.engine()), request_(std::move(request)), lane_(lane), ticket_(ticket) {}
+    : world_(&world),
+      engine_(world.engine()),
+      request_(std::move(request)),
+      started_(request_->issued()),
+      lane_(lane),
+      ticket_(ticket) {}
 
 UcxOp::Entry::~Entry() {
   if (--op_.entries_ == 0) op_.settle();
@@ -106,7 +112,10 @@ void UcxOp::transferEnded(UcxTransfer& t, ucs_status_t status, size_t length) {
   t.length = length;
   --in_flight_;
   posted_.erase(std::find(posted_.begin(), posted_.end(), &t));
-  if (world_) transferDone(t);
+  if (!world_) return;
+  // A receive counts once its message matched it whole (sizes equal).
+  if (status == UCS_OK && (!t.recv || length == t.bytes)) world_->transferred(t.path, t.recv, t.bytes);
+  transferDone(t);
 }
 
 // ---------------------------------------------------------------- p2p

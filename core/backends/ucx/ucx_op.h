@@ -92,7 +92,7 @@ class UcxOp : private UcxTransferOwner {
   void settle();  // the last Entry left
 
   std::shared_ptr<Request> request_;
-  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  const std::chrono::steady_clock::time_point started_;  // its request's issue
   const int lane_;
   const OrderedCompletions::Ticket ticket_;
   unsigned entries_ = 0;

@@ -66,6 +66,7 @@ std::unique_ptr<UcxWorld> UcxWorld::form(std::shared_ptr<UcxContext> ucx, RedisP
   std::unique_ptr<UcxWorld> w(new UcxWorld(ucx, rank, id));
   w->same_host_ = settings.same_host_path;
   w->same_host_min_bytes_ = settings.same_host_min_bytes;
+  w->metrics_ = settings.metrics;
   UcxEngine& engine = *ucx->engine();
   UcxPeerInfo self = thisProcess();
   self.listen_ip = ucx->links().listenIp();
@@ -87,6 +88,7 @@ std::unique_ptr<UcxWorld> UcxWorld::form(std::shared_ptr<UcxContext> ucx, RedisP
     engine.call([&] {
       w->failover_ = std::make_shared<UcxFailover>(engine, *ucx->router(), id, rank, size, ucx->pathTimeout(),
                                                    ucx->memberTimeout());
+      w->failover_->countInto(settings.metrics);
     });
   }
   KvStore store(pool, inc, "u:", deadline);
@@ -216,7 +218,10 @@ void UcxWorld::startFailover() {
     ucx_->notePath(world_->name(), peer, path.remote_address, up);
     world_->owner().pathChanged(world_->shared_from_this(), peer, up, path, detail);
   };
-  hooks.unreachable = [this](int peer, const std::string& detail) { transportFailed(peer, detail); };
+  // Every path fell silent a member timeout before the verdict.
+  hooks.unreachable = [this](int peer, const std::string& detail) {
+    transportFailed(peer, detail, BreakCause::Link, Clock::now() - ucx_->memberTimeout());
+  };
   hooks.gone = [this](int peer) {
     const UcxLink& link = *peers_[static_cast<size_t>(peer)].link;
     return link.failed() || (link.watched() && ucx_->engine()->processGone(link.pid()));
@@ -288,7 +293,8 @@ void UcxWorld::onOpTimer() {
     armOpTimer(oldest + op_timeout_);
     return;
   }
-  world_->breakWorld(-1, "an operation ran past op_timeout_ms=" + std::to_string(op_timeout_.count()), true);
+  world_->breakWorld(-1, "an operation ran past op_timeout_ms=" + std::to_string(op_timeout_.count()), true,
+                     BreakCause::OpTimeout, oldest);
 }
 
 void UcxWorld::finished(UcxOp* op, OpResult result) {
@@ -321,11 +327,17 @@ bool UcxWorld::cancel(Request& r) noexcept {
 }
 
 void UcxWorld::transportFailed(int peer, const std::string& detail) {
+  transportFailed(peer, detail, BreakCause::Transport, Clock::now());
+}
+
+void UcxWorld::transportFailed(int peer, const std::string& detail, BreakCause cause, Clock::time_point evidence) {
   if (state_ == UcxWorldState::Running && moveTo(UcxWorldState::Failing)) {
     failing_ = detail.empty() ? "a transfer failed" : detail;
   }
   // Inside a UCX callback: breaking (and closing endpoints) waits.
-  ucx_->engine()->defer([w = world_->shared_from_this(), this, peer, detail] { breakBlaming(peer, detail); });
+  ucx_->engine()->defer([w = world_->shared_from_this(), this, peer, detail, cause, evidence] {
+    breakBlaming(peer, detail, cause, evidence);
+  });
 }
 
 void UcxWorld::onLinkFailed(int peer, const std::string& why) {
@@ -333,16 +345,21 @@ void UcxWorld::onLinkFailed(int peer, const std::string& why) {
   // Sends waiting for it (in a ring, say) hold their callers' buffers.
   channel(peer).peerGone();
   // A member that said goodbye may well exit: that breaks nothing more.
-  if (!departed(peer)) breakBlaming(peer, "rank " + std::to_string(peer) + " is unreachable: " + why);
+  if (!departed(peer)) {
+    breakBlaming(peer, "rank " + std::to_string(peer) + " is unreachable: " + why, BreakCause::Transport, Clock::now());
+  }
   // Its transfers will never finish: what only it held completes now,
   // also when the world had broken before.
   abandonWhatOnlyGonePeersHold();
 }
 
-void UcxWorld::breakBlaming(int peer, const std::string& detail) {
+void UcxWorld::breakBlaming(int peer, const std::string& detail, BreakCause cause, Clock::time_point evidence) {
   const UcxLink& link = *peers_[static_cast<size_t>(peer)].link;
-  if (failover_ || aborted() || !link.watched() || ucx_->engine()->processGone(link.pid())) {
-    world_->breakWorld(peer, detail, true);
+  // The pidfd may have told first (the link then failed for it), or the
+  // endpoint's error may come before the pidfd turns readable.
+  const bool gone = link.watched() && (link.exited() || ucx_->engine()->processGone(link.pid()));
+  if (failover_ || aborted() || !link.watched() || gone) {
+    world_->breakWorld(peer, detail, true, gone ? BreakCause::PeerExit : cause, evidence);
     return;
   }
   // Its process lives on this host, so it closed the endpoints itself:
@@ -350,10 +367,11 @@ void UcxWorld::breakBlaming(int peer, const std::string& detail) {
   // fault, say), and that notice breaks this member too. Blaming the peer
   // is the last resort.
   if (blame_timer_ != 0) return;
-  blame_timer_ = ucx_->engine()->schedule(std::chrono::steady_clock::now() + kPeerNoticeWait, [this, peer, detail] {
+  auto blame = [this, peer, detail, cause, evidence] {
     blame_timer_ = 0;
-    if (!aborted()) world_->breakWorld(peer, detail, true);
-  });
+    if (!aborted()) world_->breakWorld(peer, detail, true, cause, evidence);
+  };
+  blame_timer_ = ucx_->engine()->schedule(std::chrono::steady_clock::now() + kPeerNoticeWait, blame);
 }
 
 void UcxWorld::goodbyeFrom(int peer) {
@@ -364,7 +382,7 @@ void UcxWorld::goodbyeFrom(int peer) {
     channel(peer).peerGone();  // may close endpoints: not inside progress
     departing_ = true;
     // Every member hears the goodbye itself: no notice to announce.
-    w->breakWorld(peer, "rank " + std::to_string(peer) + " left the world", false);
+    w->breakWorld(peer, "rank " + std::to_string(peer) + " left the world", false, BreakCause::PeerLeft);
     departing_ = false;
   });
 }
@@ -378,7 +396,7 @@ void UcxWorld::brokenAt(int peer, int blamed) {
     w->breakWorld(named,
                   "rank " + std::to_string(peer) + " reported the world broken" +
                       (named >= 0 ? ", blaming rank " + std::to_string(named) : std::string()),
-                  false);
+                  false, BreakCause::Marker);
   });
 }
 
@@ -391,7 +409,7 @@ void UcxWorld::excludedBy(int peer, uint64_t epoch) {
                   "rank " + std::to_string(rank) + " was excluded by the shrink of world '" + w->name() + "' epoch " +
                       std::to_string(w->epoch()) + " to epoch " + std::to_string(epoch) + " (told by rank " +
                       std::to_string(peer) + ")",
-                  false);
+                  false, BreakCause::Marker);
   });
 }
 

@@ -38,7 +38,9 @@
 #include "core/backends/ucx/channels/ucx_channel.h"
 #include "core/backends/ucx/ucx_context.h"
 #include "core/backends/ucx/ucx_world_state.h"
+#include "core/break_cause.h"
 #include "core/deadline.h"
+#include "core/metrics/world_metrics.h"
 #include "core/ordered_completions.h"
 #include "core/same_host/ring_pair.h"
 #include "core/store/incarnation.h"
@@ -116,6 +118,14 @@ class UcxWorld : public WorldBackend, private UcxChannelHost {
   // kPeerNoticeWait); meanwhile the world counts as broken for what is
   // issued, and failure() names this detail.
   void transportFailed(int peer, const std::string& detail) override;
+  void transportFailed(int peer, const std::string& detail, BreakCause cause, Clock::time_point evidence);
+  // A transfer `t` that ended well moved `bytes` (mw_bytes_*_total); those
+  // on rails are counted per rail by UcxFailover.
+  void transferred(metrics::DataPath path, bool recv, size_t bytes) const noexcept {
+    if (!metrics_ || failover_) return;
+    if (recv) metrics_->received(path, bytes);
+    else metrics_->sent(path, bytes);
+  }
 
  private:
   struct Peer {
@@ -176,7 +186,7 @@ class UcxWorld : public WorldBackend, private UcxChannelHost {
   void onLinkFailed(int peer, const std::string& why);
   // Breaks the world blaming `peer`, or, where the peer's process lives on
   // this host, first waits kPeerNoticeWait for the notice of a break it saw.
-  void breakBlaming(int peer, const std::string& detail);
+  void breakBlaming(int peer, const std::string& detail, BreakCause cause, Clock::time_point evidence);
   bool flushed() const;  // every goodbye and waiting send has left
   // Channels and endpoints close; what arrived and nobody took is dropped.
   // `park` (a break): the links of members that live on and hold nothing
@@ -198,6 +208,7 @@ class UcxWorld : public WorldBackend, private UcxChannelHost {
   std::vector<Peer> peers_;
   std::shared_ptr<UcxFailover> failover_;  // when the world runs on rails
   World* world_ = nullptr;
+  std::shared_ptr<const metrics::WorldMetrics> metrics_;  // null: metrics off
 
   // On the engine's owner.
   UcxWorldState state_ = UcxWorldState::Connecting;

@@ -31,6 +31,11 @@ int main(void) {
   OFF(mw_event_info_t, reason); OFF(mw_event_info_t, detail); OFF(mw_event_info_t, path_index);
   OFF(mw_event_info_t, local_address); OFF(mw_event_info_t, remote_address);
   OFF(mw_event_info_t, outstanding_messages); OFF(mw_event_info_t, outstanding_bytes);
+  SIZE(mw_metric_info_t);
+  OFF(mw_metric_info_t, size); OFF(mw_metric_info_t, name); OFF(mw_metric_info_t, help);
+  OFF(mw_metric_info_t, kind); OFF(mw_metric_info_t, label_count); OFF(mw_metric_info_t, label_names);
+  OFF(mw_metric_info_t, label_values); OFF(mw_metric_info_t, value); OFF(mw_metric_info_t, count);
+  OFF(mw_metric_info_t, bucket_count); OFF(mw_metric_info_t, bucket_bounds); OFF(mw_metric_info_t, bucket_counts);
   SIZE(mw_completion_info_t);
   OFF(mw_completion_info_t, request); OFF(mw_completion_info_t, world); OFF(mw_completion_info_t, user_data);
   OFF(mw_completion_info_t, status); OFF(mw_completion_info_t, kind); OFF(mw_completion_info_t, bytes);
@@ -53,5 +58,6 @@ int main(void) {
   VAL(MW_OP_BARRIER);
   VAL(MW_EVENT_WORLD_BROKEN); VAL(MW_EVENT_STORE_DOWN); VAL(MW_EVENT_STORE_UP); VAL(MW_EVENT_PATH_DOWN);
   VAL(MW_EVENT_PATH_UP);
+  VAL(MW_METRIC_COUNTER); VAL(MW_METRIC_GAUGE); VAL(MW_METRIC_HISTOGRAM);
   return 0;
 }

@@ -1368,3 +1368,270 @@ extern "C" {
         timeout_ms: ::std::os::raw::c_int,
     ) -> mw_status_t;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mw_metrics {
+    _unused: [u8; 0],
+}
+pub type mw_metrics_t = mw_metrics;
+pub const MW_METRIC_COUNTER: mw_metric_kind_t = 1;
+pub const MW_METRIC_GAUGE: mw_metric_kind_t = 2;
+pub const MW_METRIC_HISTOGRAM: mw_metric_kind_t = 3;
+pub type mw_metric_kind_t = ::std::os::raw::c_uint;
+#[repr(C)]
+pub struct mw_metric_info {
+    pub size: usize,
+    pub name: *const ::std::os::raw::c_char,
+    pub help: *const ::std::os::raw::c_char,
+    pub kind: mw_metric_kind_t,
+    pub label_count: usize,
+    pub label_names: *const *const ::std::os::raw::c_char,
+    pub label_values: *const *const ::std::os::raw::c_char,
+    pub value: f64,
+    pub count: u64,
+    pub bucket_count: usize,
+    pub bucket_bounds: *const f64,
+    pub bucket_counts: *const u64,
+}
+#[test]
+fn bindgen_test_layout_mw_metric_info() {
+    assert_eq!(
+        ::std::mem::size_of::<mw_metric_info>(),
+        96usize,
+        concat!("Size of: ", stringify!(mw_metric_info))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mw_metric_info>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mw_metric_info))
+    );
+    fn test_field_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(size)
+            )
+        );
+    }
+    test_field_size();
+    fn test_field_name() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(name)
+            )
+        );
+    }
+    test_field_name();
+    fn test_field_help() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).help) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(help)
+            )
+        );
+    }
+    test_field_help();
+    fn test_field_kind() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).kind) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(kind)
+            )
+        );
+    }
+    test_field_kind();
+    fn test_field_label_count() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).label_count) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(label_count)
+            )
+        );
+    }
+    test_field_label_count();
+    fn test_field_label_names() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).label_names) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(label_names)
+            )
+        );
+    }
+    test_field_label_names();
+    fn test_field_label_values() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).label_values) as usize - ptr as usize
+            },
+            48usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(label_values)
+            )
+        );
+    }
+    test_field_label_values();
+    fn test_field_value() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).value) as usize - ptr as usize
+            },
+            56usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(value)
+            )
+        );
+    }
+    test_field_value();
+    fn test_field_count() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).count) as usize - ptr as usize
+            },
+            64usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(count)
+            )
+        );
+    }
+    test_field_count();
+    fn test_field_bucket_count() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).bucket_count) as usize - ptr as usize
+            },
+            72usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(bucket_count)
+            )
+        );
+    }
+    test_field_bucket_count();
+    fn test_field_bucket_bounds() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).bucket_bounds) as usize - ptr as usize
+            },
+            80usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(bucket_bounds)
+            )
+        );
+    }
+    test_field_bucket_bounds();
+    fn test_field_bucket_counts() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mw_metric_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).bucket_counts) as usize - ptr as usize
+            },
+            88usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mw_metric_info),
+                "::",
+                stringify!(bucket_counts)
+            )
+        );
+    }
+    test_field_bucket_counts();
+}
+pub type mw_metric_info_t = mw_metric_info;
+extern "C" {
+    pub fn mw_metrics_snapshot(ctx: *mut mw_context_t, out: *mut *mut mw_metrics_t) -> mw_status_t;
+}
+extern "C" {
+    pub fn mw_metrics_count(m: *const mw_metrics_t) -> usize;
+}
+extern "C" {
+    pub fn mw_metrics_get(
+        m: *const mw_metrics_t,
+        i: usize,
+        out: *mut mw_metric_info_t,
+    ) -> mw_status_t;
+}
+extern "C" {
+    pub fn mw_metrics_text(
+        m: *const mw_metrics_t,
+        buf: *mut ::std::os::raw::c_char,
+        len: usize,
+        needed: *mut usize,
+    ) -> mw_status_t;
+}
+extern "C" {
+    pub fn mw_metrics_free(m: *mut mw_metrics_t);
+}

@@ -295,6 +295,24 @@ impl Context {
         Ok(self.shared.wait_event(deadline))
     }
 
+    /// A snapshot of this context's metrics (`mw_metrics_snapshot`): every
+    /// series, and the same as Prometheus' text; empty with the config key
+    /// `metrics` off. The `multiworld-prometheus` crate registers them with
+    /// the `prometheus` crate.
+    ///
+    /// ```no_run
+    /// let ctx = multiworld::Context::from_env()?;
+    /// let metrics = ctx.metrics()?;
+    /// for m in metrics.series.iter().filter(|m| m.name == "mw_ops_total") {
+    ///     println!("{:?}: {}", m.labels, m.value);
+    /// }
+    /// print!("{}", metrics.text);
+    /// # Ok::<(), multiworld::Error>(())
+    /// ```
+    pub fn metrics(&self) -> Result<crate::Metrics> {
+        crate::metrics::snapshot(self.as_raw())
+    }
+
     /// The raw `mw_context_t` handle, for calls through [`crate::sys`]. It
     /// stays owned by this `Context`; do not free it. Once the binding's
     /// poller runs (after the first pending `.await`, `poll` or

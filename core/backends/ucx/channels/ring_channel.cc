@@ -110,6 +110,7 @@ void RingChannel::ended(UcxTransfer& t, ucs_status_t status, size_t length) {
 
 void RingChannel::postRecv(UcxTransfer& t, uint64_t channel) {
   UcxRingState& s = t.via.emplace<UcxRingState>();
+  t.path = metrics::DataPath::Ring;
   void* into = t.buffer;
   size_t room = t.bytes;
   if (t.bytes < sizeof(samehost::CmaDescriptor)) {
@@ -133,6 +134,7 @@ void RingChannel::postRecv(UcxTransfer& t, uint64_t channel) {
 
 void RingChannel::postSend(UcxTransfer& t, uint64_t channel) {
   UcxRingState& s = t.via.emplace<UcxRingState>();
+  t.path = metrics::DataPath::Ring;
   const std::shared_ptr<SendPacing>& pacing = tag_->pacing();
   const SendPacing::Send how = pacing ? pacing->next(t.bytes) : SendPacing::Send::Plain;
   const bool lend = lendsTo(t.bytes) || t.bytes > ring_->maxMessage();
@@ -180,6 +182,7 @@ void RingChannel::markerMatched(uint32_t id) {
 
 void RingChannel::postLoan(UcxTransfer& t, uint64_t channel) {
   UcxRingState& s = std::get<UcxRingState>(t.via);
+  t.path = metrics::DataPath::Cma;
   s.loan = std::make_shared<UcxLoan>();
   UcxLoan& loan = *s.loan;
   samehost::CmaDescriptor& d = loan.descriptor;
@@ -244,6 +247,7 @@ void RingChannel::settleLoan(UcxTransfer& t) {
 }
 
 void RingChannel::readLoan(UcxTransfer& t, size_t length) {
+  t.path = metrics::DataPath::Cma;
   samehost::CmaDescriptor d;
   const UcxRingState& s = std::get<UcxRingState>(t.via);
   if (length == sizeof d) std::memcpy(&d, s.room ? &s.room->descriptor : t.buffer, sizeof d);

@@ -11,6 +11,8 @@
 #include <memory>
 #include <variant>
 
+#include "core/metrics/world_metrics.h"
+
 namespace mw {
 
 class SendPacing;
@@ -58,6 +60,7 @@ struct UcxTransfer {
   void* buffer = nullptr;  // the caller's: where the data comes from or goes
   // The owner's bookkeeping.
   bool in_flight = false;
+  metrics::DataPath path = metrics::DataPath::Tag;  // what carried it (mw_bytes_*_total): its channel's say
   size_t length = 0;  // a receive: the sender's size
   ucs_status_t status = UCS_OK;
   // The channel's, while in flight.

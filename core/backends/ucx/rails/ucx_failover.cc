@@ -171,6 +171,7 @@ void UcxFailover::transmit(Peer& p, const SendWindow::MessagePtr& m) {
     if (auto f = a->owner.lock()) f->attemptEnded(a->peer, a->ep_serial, status, *a->message);
   };
   void* r = ucp_am_send_nbx(path.ep, pathwire::kData, &a->header, sizeof a->header, m->buffer, m->bytes, &param);
+  if (metrics_ && !UCS_PTR_IS_ERR(r)) metrics_->sentOnRail(path.index, m->bytes);
   if (UCS_PTR_IS_PTR(r)) {
     p.sending.transmitting(*m);
     engine_.sendWaiting();

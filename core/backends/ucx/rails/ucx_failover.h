@@ -58,6 +58,7 @@
 #include "core/deadline.h"
 #include "core/delivery/receive_order.h"
 #include "core/delivery/send_window.h"
+#include "core/metrics/world_metrics.h"
 #include "core/path_change.h"
 
 namespace mw {
@@ -97,6 +98,8 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   // probed at once (ucx_path_probe.h).
   void connect(int peer, uint32_t world_id, const std::vector<UcxPath>& mine, const std::vector<UcxPath>& theirs);
   void start(Hooks hooks);
+  // Counts the bytes each rail carries there (mw_bytes_*_total); null: not.
+  void countInto(std::shared_ptr<const metrics::WorldMetrics> m) { metrics_ = std::move(m); }
 
   // `done` runs once the peer acknowledged the message (Delivered) or it
   // was given up (GivenUp); possibly inside the call.
@@ -225,6 +228,7 @@ class UcxFailover : public std::enable_shared_from_this<UcxFailover> {
   const std::chrono::milliseconds path_timeout_;
   const std::chrono::milliseconds member_timeout_;
   Hooks hooks_;
+  std::shared_ptr<const metrics::WorldMetrics> metrics_;
   std::vector<Peer> peers_;
   uint64_t next_serial_ = 1;
   std::map<uint64_t, std::unique_ptr<EpGuard>> guards_;  // by endpoint serial

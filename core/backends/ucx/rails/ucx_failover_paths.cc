@@ -53,7 +53,7 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why, Cloc
   if (closed_) return;
   // What was outstanding as the fault was found, before closing the
   // endpoint settles what UCX held.
-  const PathChange change = pathChange(p, path);
+  PathChange change = pathChange(p, path);
   if (!moveTo(p, path, PathState::Seeking)) return;
   path.announced = true;
   path.probes = 0;
@@ -63,6 +63,7 @@ void UcxFailover::pathFault(int peer, size_t index, const std::string& why, Cloc
   path.ep = nullptr;
   const bool was_current = index == p.current;
   const bool moved = chooseCurrent(p);
+  if (was_current && moved) change.failover_stall = Clock::now() - silent_since;
   // Else closing it may hold the engine until the link is back
   // (ucx_path_sockets.h).
   const size_t shut = shutDownConnections(path.local_ip, path.peer_ip, path.peer_probe_port);

@@ -42,6 +42,7 @@ ucs_status_t UcxFailover::onData(const pathwire::Header& h, void* data, size_t l
   // Only eager messages are sent; a rendezvous one is not ours to take.
   if (param.recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) return UCS_OK;
   Peer& p = peers_[h.from_rank];
+  if (metrics_) metrics_->receivedOnRail(path, length);
   if (path != p.arrival_path) {
     // Path i pairs with the peer's path i: when its messages leave the one
     // this side sends on for a worse one, the peer found that path failing.

@@ -164,6 +164,22 @@ public final class Context implements AutoCloseable {
     return world;
   }
 
+  /**
+   * A snapshot of this context's metrics ({@code mw_metrics_snapshot}): every series, and the same as
+   * Prometheus' text; empty with the config key {@code metrics} off.
+   *
+   * @throws IllegalStateException when this context is closed
+   */
+  public Metrics metrics() {
+    lifecycle.readLock().lock();
+    try {
+      ensureOpen();
+      return Metrics.snapshot(handle);
+    } finally {
+      lifecycle.readLock().unlock();
+    }
+  }
+
   /** The worlds of this context that are not closed yet. */
   public List<World> worlds() {
     return new ArrayList<>(worlds.values());
