@@ -111,6 +111,7 @@ std::optional<std::vector<int>> decodeRanks(const std::string& text, int size) {
   for (size_t i = 0; i <= text.size(); ++i) {
     const char c = i < text.size() ? text[i] : ',';
     if (c >= '0' && c <= '9') {
+      if (digits && v == 0) return std::nullopt;  // a leading zero: not the form encodeRanks writes
       v = (digits ? v : 0) * 10 + (c - '0');
       digits = true;
       if (v >= size) return std::nullopt;

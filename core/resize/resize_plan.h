@@ -49,8 +49,9 @@ ResizePlan growPlan(int old_size, int old_rank, int new_size, int max_world_size
 std::string describeRanks(const std::vector<int>& ranks);
 // "1,3": the form members compare through Redis.
 std::string encodeRanks(const std::vector<int>& ranks);
-// The ranks of `text` (as encodeRanks writes them), each below `size`,
-// ascending and distinct; nullopt for anything else, of any length.
+// The ranks of `text` (as encodeRanks writes them: no leading zeros),
+// each below `size`, ascending and distinct; nullopt for anything else, of
+// any length.
 std::optional<std::vector<int>> decodeRanks(const std::string& text, int size);
 
 }  // namespace mw
