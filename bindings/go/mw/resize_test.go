@@ -22,6 +22,7 @@ func init() {
 			if err := summed(ctx, w); err != nil {
 				return err
 			}
+			_ = fence(ctx, w) // may fail: the break then waits as an event
 			shrunk, err := afterTheKill(ctx, w)
 			if err != nil {
 				return err
@@ -41,6 +42,7 @@ func init() {
 			if err := summed(ctx, w); err != nil {
 				return err
 			}
+			_ = fence(ctx, w) // may fail: the break then waits as an event
 			time.Sleep(2 * time.Minute)
 			return errors.New("the victim was not killed")
 		})
@@ -73,6 +75,14 @@ func summed(ctx context.Context, w *mw.World) error {
 		}
 	}
 	return nil
+}
+
+// fence makes every member be past what came before: rank 0, which kills
+// rank 2 next, sees this barrier complete only once every member entered
+// it. The others may see it fail (rank 2 can die before it completes
+// there): the break then waits as an event.
+func fence(ctx context.Context, w *mw.World) error {
+	return w.Barrier(ctx)
 }
 
 // afterTheKill waits for rank 2's death, shrinks with the break's list and
@@ -126,6 +136,9 @@ func TestShrinkAfterAKillThenGrow(t *testing.T) {
 			}
 			if err := summed(ctx, w); err != nil {
 				t.Fatal(err)
+			}
+			if err := fence(ctx, w); err != nil {
+				t.Fatalf("the fence before the kill: %v", err)
 			}
 			if err := victim.cmd.Process.Kill(); err != nil {
 				t.Fatal(err)

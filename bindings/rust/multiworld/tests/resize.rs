@@ -34,9 +34,18 @@ fn summed(world: &World<'_>) {
     assert_eq!(y, [n * (n + 1) / 2; 8], "rank {} of {}", world.rank(), n);
 }
 
+/// Every member is past what came before: rank 0, which kills rank 2
+/// next, sees this barrier complete only once every member entered it.
+/// The others may see it fail (rank 2 can die before it completes there):
+/// the break then waits as an event.
+fn fence(world: &World<'_>) -> bool {
+    scope(|s| world.barrier(s)?.wait(None)).is_ok()
+}
+
 /// Rank 1 of 3: shrinks after rank 2's death, then grows back to 3.
 fn survivor_body(world: &World<'_>) {
     summed(world);
+    fence(world);
     let shrunk = after_the_kill(world);
     let grown = shrunk.grow(3, FORM_TIMEOUT).expect("grow");
     summed(&grown);
@@ -45,6 +54,7 @@ fn survivor_body(world: &World<'_>) {
 /// Rank 2 of 3: waits to be killed.
 fn victim_body(world: &World<'_>) {
     summed(world);
+    fence(world);
     thread::sleep(Duration::from_secs(120));
 }
 
@@ -91,6 +101,7 @@ fn shrink_and_grow_on(backend: Backend) {
         .create_world_with(&name, 0, 3, backend, 0, FORM_TIMEOUT)
         .expect("create");
     summed(&world);
+    assert!(fence(&world), "the fence before the kill");
     victim.kill(0);
     let shrunk = after_the_kill(&world);
     drop(world);

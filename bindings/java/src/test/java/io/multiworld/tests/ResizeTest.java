@@ -33,6 +33,19 @@ public class ResizeTest {
     assertArrayEquals("rank " + w.rank() + " of " + w.size(), want, out);
   }
 
+  /**
+   * Every member is past what came before: rank 0, which kills rank 2 next, sees this barrier
+   * complete only once every member entered it. The others may see it fail (rank 2 can die before
+   * it completes there): the break then waits as an event.
+   */
+  static void fence(World w) {
+    try {
+      Workers.get(w.barrier(), 60);
+    } catch (Exception broken) {
+      // the victim died first: afterTheKill reads the break
+    }
+  }
+
   /** Waits for the break naming rank 2, shrinks, checks the successor and the retired world. */
   static World afterTheKill(Context ctx, World w) throws Exception {
     Event e = ctx.nextEvent(Duration.ofSeconds(30));
@@ -60,6 +73,7 @@ public class ResizeTest {
       Process victim = workers.start("elastic-victim", name, 2, 3);
       World w = Workers.world(ctx, name, 0, 3, TIMEOUT);
       summed(w);
+      Workers.get(w.barrier(), 60);  // the fence: every member is past its sum
       Workers.kill(victim);
       try (World shrunk = afterTheKill(ctx, w)) {
         w.close();

@@ -44,6 +44,7 @@ public final class Worker {
           break;
         case "elastic-survivor":
           ResizeTest.summed(world);
+          ResizeTest.fence(world);
           try (World shrunk = ResizeTest.afterTheKill(ctx, world);
                World grown = shrunk.grow(3, Duration.ofSeconds(60))) {
             ResizeTest.summed(grown);
@@ -52,6 +53,7 @@ public final class Worker {
           break;
         case "elastic-victim":
           ResizeTest.summed(world);
+          ResizeTest.fence(world);
           Thread.sleep(120_000);  // until killed
           break;
         case "elastic-newcomer":
