@@ -23,6 +23,31 @@ void KvStore::set(const std::string& key, const std::vector<char>& data) {
   }
 }
 
+void KvStore::prefetch(const std::vector<std::string>& keys) {
+  std::vector<std::string> mget = {"MGET"};
+  std::vector<const std::string*> asked;
+  for (const std::string& key : keys) {
+    if (seen_.count(key)) continue;
+    mget.push_back(prefix_ + key);
+    asked.push_back(&key);
+  }
+  if (asked.empty()) return;
+  auto conn = pool_.lease();
+  auto r = conn->command(mget);
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != asked.size()) {
+    const std::string why = replyIsError(r.get()) ? ": " + cappedText(replyString(r.get())) : " (malformed reply)";
+    throw Error(Status::Store, "rendezvous read of " + prefix_ + "*" + why);
+  }
+  for (size_t i = 0; i < asked.size(); ++i) {
+    const redisReply* e = r->element[i];
+    if (!e || e->type != REDIS_REPLY_STRING) continue;  // not there yet: get() waits for it
+    std::vector<char> value(e->str, e->str + e->len);
+    std::string problem = check_ ? check_(*asked[i], value) : "";
+    if (!problem.empty()) throw Error(Status::Store, "Redis key " + prefix_ + *asked[i] + " holds " + cappedText(problem));
+    seen_.emplace(*asked[i], std::move(value));
+  }
+}
+
 std::vector<char> KvStore::get(const std::string& key) {
   auto cached = seen_.find(key);
   if (cached != seen_.end()) return cached->second;

@@ -43,6 +43,10 @@ class KvStore {
   // check refuses or a signal without a value, and what
   // Incarnation::ended() throws when the incarnation ends meanwhile.
   std::vector<char> get(const std::string& key);
+  // Reads every one of `keys` that is there already in one round trip
+  // (MGET), checked as get() checks it, so that get() returns those at
+  // once and waits only for the rest. Throws Error(Store) as get() does.
+  void prefetch(const std::vector<std::string>& keys);
 
  private:
   RedisPool& pool_;

@@ -95,6 +95,10 @@ std::unique_ptr<UcxWorld> UcxWorld::form(std::shared_ptr<UcxContext> ucx, RedisP
   const std::string mine = encodePeerInfo(self);
   store.set(std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
   std::vector<UcxPeerInfo> infos(static_cast<size_t>(size));
+  // What is there already in one round trip; get() waits for the rest.
+  std::vector<std::string> ranks;
+  for (int r = 0; r < size; ++r) ranks.push_back(std::to_string(r));
+  store.prefetch(ranks);
   for (int r = 0; r < size; ++r) {
     std::vector<char> bytes = store.get(std::to_string(r));
     if (!decodePeerInfo(std::string(bytes.begin(), bytes.end()), infos[static_cast<size_t>(r)])) {
