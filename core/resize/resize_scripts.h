@@ -57,27 +57,8 @@ local function startAttempt(meta, base, epoch, fields, ttl)
   redis.call('PEXPIRE', waits, ttl)
 end
 local function claimIn(meta, base, epoch, size, rank, member, hbprefix, ttl)
-  local members = base .. number(epoch) .. ':members'
-  local go = base .. number(epoch) .. ':go'
-  local bad = wrongType(members, 'hash') or wrongType(go, 'list')
-  if bad then return bad end
-  if redis.call('HSTRLEN', members, rank) <= 64 then
-    local id = redis.call('HGET', members, rank)
-    if id and id ~= member and redis.call('EXISTS', hbprefix .. id) == 1 then return {'taken', id, number(epoch)} end
-  end
   local joined = count(redis.call('HGET', meta, 'joined') or '', size) or 0
-  local fresh = redis.call('HSET', members, rank, member) == 1
-  if fresh then joined = joined + 1 end
-  if not fresh or joined >= size then joined = present(members, size) end
-  redis.call('HSET', meta, 'joined', number(joined))
-  redis.call('PEXPIRE', members, ttl)
-  redis.call('PEXPIRE', meta, ttl)
-  if joined >= size then
-    redis.call('HSET', meta, 'state', 'ready')
-    redis.call('RPUSH', go, 'ok')
-    redis.call('PEXPIRE', go, ttl)
-  end
-  return nil
+  return claimRank(meta, base, epoch, size, joined, rank, member, hbprefix, ttl)
 end
 )lua";
 }

@@ -37,13 +37,6 @@ local member = ARGV[3]
 local ttl = ARGV[4]
 local hbprefix = ARGV[6]
 local base = ARGV[7]
--- The live member holding `field` of hash `key`, or nil.
-local function liveHolder(key, field)
-  if redis.call('HSTRLEN', key, field) > 64 then return nil end
-  local id = redis.call('HGET', key, field)
-  if id and redis.call('EXISTS', hbprefix .. id) == 1 then return id end
-  return nil
-end
 local bad = wrongType(meta, 'hash')
 if bad then return bad end
 bad = overlong(meta, {'epoch', 'size', 'state', 'joined'})
@@ -69,7 +62,7 @@ if cur[3] ~= 'forming' then
     local members = base .. number(epoch) .. ':members'
     bad = wrongType(members, 'hash')
     if bad then return bad end
-    local holder = liveHolder(members, rank)
+    local holder = liveHolder(members, rank, hbprefix)
     if holder and holder ~= member then return {'taken', holder, number(epoch)} end
   end
   if epoch >= 999999999999999 then return {'corrupt', meta, 'epoch', cur[1]} end
@@ -116,23 +109,8 @@ else
             ' a newcomer takes a rank from ' .. (how[3] or '?') .. ' up'}
   end
 end
-local members = base .. number(epoch) .. ':members'
-local go = base .. number(epoch) .. ':go'
-bad = wrongType(members, 'hash') or wrongType(go, 'list')
+bad = claimRank(meta, base, epoch, size, joined, rank, member, hbprefix, ttl)
 if bad then return bad end
-local owner = liveHolder(members, rank)
-if owner and owner ~= member then return {'taken', owner, number(epoch)} end
-local fresh = redis.call('HSET', members, rank, member) == 1
-if fresh then joined = joined + 1 end
-if not fresh or joined >= size then joined = present(members, size) end
-redis.call('HSET', meta, 'joined', number(joined))
-redis.call('PEXPIRE', members, ttl)
-redis.call('PEXPIRE', meta, ttl)
-if joined >= size then
-  redis.call('HSET', meta, 'state', 'ready')
-  redis.call('RPUSH', go, 'ok')
-  redis.call('PEXPIRE', go, ttl)
-end
 return {'ok', number(epoch)}
 )lua";
   return script;

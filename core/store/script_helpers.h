@@ -44,6 +44,38 @@ local function present(key, size)
   end
   return n
 end
+-- The live member (its heartbeat key under `hbprefix` exists) holding
+-- `field` of hash `key`, or nil.
+local function liveHolder(key, field, hbprefix)
+  if redis.call('HSTRLEN', key, field) > 64 then return nil end
+  local id = redis.call('HGET', key, field)
+  if id and redis.call('EXISTS', hbprefix .. id) == 1 then return id end
+  return nil
+end
+-- `member` takes `rank` of incarnation `epoch` (size `size`, `joined`
+-- members so far) under key base `base`; the last to join makes it ready
+-- and lets everyone go. nil, or the reply to return: a wrong type, or
+-- {'taken', holder, epoch} when a live member holds the rank.
+local function claimRank(meta, base, epoch, size, joined, rank, member, hbprefix, ttl)
+  local members = base .. number(epoch) .. ':members'
+  local go = base .. number(epoch) .. ':go'
+  local bad = wrongType(members, 'hash') or wrongType(go, 'list')
+  if bad then return bad end
+  local owner = liveHolder(members, rank, hbprefix)
+  if owner and owner ~= member then return {'taken', owner, number(epoch)} end
+  local fresh = redis.call('HSET', members, rank, member) == 1
+  if fresh then joined = joined + 1 end
+  if not fresh or joined >= size then joined = present(members, size) end
+  redis.call('HSET', meta, 'joined', number(joined))
+  redis.call('PEXPIRE', members, ttl)
+  redis.call('PEXPIRE', meta, ttl)
+  if joined >= size then
+    redis.call('HSET', meta, 'state', 'ready')
+    redis.call('RPUSH', go, 'ok')
+    redis.call('PEXPIRE', go, ttl)
+  end
+  return nil
+end
 -- Wakes whoever still waits in the formation of incarnation `epoch` (a
 -- string) under key base `base`: the commit's 'formed' list and at most
 -- `limit` signal lists its transport exchange registered in its 'waits'
