@@ -40,7 +40,8 @@ std::unique_ptr<mw::GlooLink> connect(gloo::rendezvous::HashStore& store, int ra
   ctx->connectFullMesh(store, device);
   auto tcp = ctx->tcp();
   if (tcp_out) *tcp_out = tcp;
-  return std::make_unique<mw::GlooLink>(std::move(ctx), std::move(tcp), std::map<std::string, int>{});
+  return std::make_unique<mw::GlooLink>(std::move(ctx), std::move(tcp), std::map<std::string, int>{},
+                                        std::make_shared<mw::AbortableBuffers>());
 }
 
 mw::Deadline in(std::chrono::milliseconds d) { return mw::Clock::now() + d; }

@@ -9,6 +9,7 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/types.h>
 
+#include "core/backends/gloo/gloo_abortable.h"
 #include "core/backends/gloo/gloo_collectives.h"
 #include "core/backends/gloo/gloo_store.h"
 #include "core/error.h"
@@ -26,8 +27,14 @@ constexpr std::string_view kEndsKey = "ends_";
 class TcpContextOf : public gloo::rendezvous::Context {
  public:
   using gloo::rendezvous::Context::Context;
+  // Before makeAbortable(), which puts a wrapper in its place.
   std::shared_ptr<gloo::transport::tcp::Context> tcp() const {
     return std::dynamic_pointer_cast<gloo::transport::tcp::Context>(transportContext_);
+  }
+  // Once connected: Gloo's algorithms make their buffers through
+  // `buffers` from now on (gloo_abortable.h).
+  void makeAbortable(const std::shared_ptr<AbortableBuffers>& buffers) {
+    transportContext_ = std::make_shared<AbortableTransport>(transportContext_, buffers);
   }
 };
 
@@ -75,11 +82,13 @@ std::unique_ptr<GlooCommunicator> GlooCommunicator::connect(
   }
   auto tcp = ctx->tcp();
   if (!tcp) throw Error(Status::Backend, "the Gloo context has no TCP transport");
+  auto collectives = std::make_shared<AbortableBuffers>();
+  ctx->makeAbortable(collectives);
   auto peer_by_address = mapPeerEnds(store, *tcp, rank, size);
   // Posting the standing receives fails when a pair failed meanwhile.
   try {
     return std::unique_ptr<GlooCommunicator>(new GlooCommunicator(
-        std::make_unique<GlooLink>(std::move(ctx), std::move(tcp), std::move(peer_by_address))));
+        std::make_unique<GlooLink>(std::move(ctx), std::move(tcp), std::move(peer_by_address), std::move(collectives))));
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -172,12 +181,16 @@ void GlooCommunicator::abort(int blamed) noexcept {
   // Gloo has no abort call, but a receive that times out signals an error
   // on every pair of its context, which fails every pending and future
   // operation of this world and closes its sockets. That is exactly an abort.
+  // The probe is made on the TCP context itself: one of Gloo's algorithms'
+  // buffers would refuse to wait once they are aborted, below.
   char byte = 0;
   try {
-    auto probe = link_->context().createUnboundBuffer(&byte, 1);
+    auto probe = link_->buffer(&byte, 1);
     probe->waitRecv(nullptr, std::chrono::milliseconds(1));
   } catch (...) {
   }
+  // What Gloo's algorithms wait on that the failed pairs do not wake.
+  link_->abortCollectives();
 }
 
 void GlooCommunicator::close() noexcept {

@@ -9,6 +9,7 @@
 
 #include <gloo/context.h>
 
+#include "core/backends/gloo/gloo_abortable.h"
 #include "core/backends/gloo/gloo_buffer.h"
 #include "core/backends/gloo/gloo_notices.h"
 #include "core/communicator.h"
@@ -26,11 +27,13 @@ constexpr uint8_t kNoticeSlot = 0x44;  // core/backends/gloo/gloo_notices.h
 class GlooLink {
  public:
   // `tcp` is the transport context under `ctx`; `peer_by_address` names
-  // the rank behind each address a pair's error can carry.
+  // the rank behind each address a pair's error can carry; `collectives`
+  // knows the buffers Gloo's algorithms make through `ctx`
+  // (gloo_abortable.h).
   GlooLink(std::shared_ptr<gloo::Context> ctx, std::shared_ptr<gloo::transport::tcp::Context> tcp,
-           std::map<std::string, int> peer_by_address)
+           std::map<std::string, int> peer_by_address, std::shared_ptr<AbortableBuffers> collectives)
       : ctx_(std::move(ctx)), tcp_(std::move(tcp)), peer_by_address_(std::move(peer_by_address)),
-        notices_(tcp_, ctx_->rank, ctx_->size) {}
+        collectives_(std::move(collectives)), notices_(tcp_, ctx_->rank, ctx_->size) {}
 
   gloo::Context& context() { return *ctx_; }
   std::unique_ptr<GlooBuffer> buffer(void* ptr, size_t size) {
@@ -44,6 +47,9 @@ class GlooLink {
   // when the message does not name a peer's address. A peer that told us
   // it aborted because of another rank (GlooNotices) passes the blame on.
   [[noreturn]] void rethrow(const std::exception& e, int peer);
+
+  // Interrupts the waits inside Gloo's algorithms, and every later one.
+  void abortCollectives() { collectives_->abort(); }
 
   // This member aborts the world because of rank `blamed` (-1: unknown):
   // tells the others, before its connections close.
@@ -70,6 +76,7 @@ class GlooLink {
   std::shared_ptr<gloo::Context> ctx_;
   const std::shared_ptr<gloo::transport::tcp::Context> tcp_;
   const std::map<std::string, int> peer_by_address_;
+  const std::shared_ptr<AbortableBuffers> collectives_;
   GlooNotices notices_;
 
   std::mutex waits_m_;
