@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -235,4 +236,67 @@ TEST(GlooFaults, BreakNamesTheMemberAtFaultNotTheOneThatClosedFirst) {
   EXPECT_TRUE(workers.join(30s));
   EXPECT_EQ(board->blamed[1].load(), 2);
   EXPECT_EQ(board->blamed[0].load(), 2) << "rank 0 blamed the member that broke the world first";
+}
+
+namespace {
+
+struct StoppedBoard {
+  std::atomic<int> stopped{0};
+  // Rank 0's threads over the count before the world, once the world is
+  // gone (-100: not judged yet).
+  std::atomic<int> lingering{-100};
+};
+
+}  // namespace
+
+// Rank 0 broadcasts 256 MiB to rank 1, which is stopped (SIGSTOP) once its
+// receive is posted: Gloo writes until the socket is full and waits. Rank 0
+// breaks the world at the heartbeat timeout and destroys it, and no thread
+// of the world may stay behind, blocked in Gloo: a failed pair does not
+// wake an unbound buffer whose send it is still writing, so the abort must
+// (gloo_abortable.h).
+TEST(GlooFaults, ASendToAStoppedMemberLeavesNoLaneBlockedBehind) {
+  mwtest::RedisServer redis;
+  const std::string url = redis.url();
+  mwlab::Shared<StoppedBoard> board;
+  mwtest::Workers workers;
+  pid_t pids[2];
+  for (int rank = 0; rank < 2; ++rank) {
+    pids[rank] = workers.add([&, rank]() -> int {
+      mwtest::Settings settings = {{"heartbeat_timeout_ms", "1000"}, {"heartbeat_interval_ms", "100"}};
+      mw_context_t* ctx = mwtest::newContext(url, settings);
+      MWT_REQUIRE(ctx);
+      const int before = mwtest::threadCount();
+      mw_world_t* w = nullptr;
+      MWT_CHECK(createGlooWorld(ctx, "stopped", rank, 2, &w));
+      std::vector<char> data(size_t{256} << 20, static_cast<char>(rank));
+      mw_request_t* r = nullptr;
+      MWT_CHECK(mw_broadcast_async(w, data.data(), data.size(), MW_UINT8, 0, &r));
+      if (rank == 1) {
+        // Its receive is posted: the driver stops it mid-transfer.
+        board->stopped.store(1);
+        MWT_REQUIRE(eventually([&] { return board->lingering.load() != -100; }, 60s));
+        mw_wait(r, 10000);
+        mw_request_free(r);
+        mw_world_destroy(w);
+        mw_context_free(ctx);
+        return 0;
+      }
+      MWT_REQUIRE(mw_wait(r, 30000) == MW_ERR_WORLD_BROKEN);
+      mw_request_free(r);
+      mw_world_destroy(w);
+      // The world's lanes end with it; one blocked in Gloo would not.
+      eventually([&] { return mwtest::threadCount() <= before; }, 10s);
+      board->lingering.store(mwtest::threadCount() - before);
+      mw_context_free(ctx);
+      return 0;
+    });
+  }
+  ASSERT_TRUE(eventually([&] { return board->stopped.load() != 0; }, 60s));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(stopProcess(pids[1]));
+  EXPECT_TRUE(eventually([&] { return board->lingering.load() != -100; }, 60s));
+  kill(pids[1], SIGCONT);
+  EXPECT_TRUE(workers.join(60s));
+  EXPECT_LE(board->lingering.load(), 0) << "rank 0 kept a thread of the destroyed world";
 }
