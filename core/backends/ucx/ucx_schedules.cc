@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/backends/ucx/ucx_collective.h"
+#include "core/backends/ucx/ucx_schedule_shape.h"
 #include "core/error.h"
 #include "core/reduce.h"
 
@@ -18,23 +19,9 @@ namespace {
 constexpr size_t kRingBytes = 256 << 10;
 
 int lowbit(int v) { return v & -v; }
-int mod(int a, int n) { return ((a % n) + n) % n; }
-char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
-
-// What every schedule needs to know.
-struct Shape {
-  Shape(const OpDesc& o, int r, int n) : op(o), rank(r), size(n), width(dtypeSize(o.dtype)) {}
-  size_t bytes(size_t elements) const { return elements * width; }
-  void reduce(void* into, const void* other, size_t elements) const {
-    reduceFunction(op.dtype, op.redop)(into, into, other, elements);
-  }
-  void average(void* buf, size_t elements) const {
-    if (op.redop == RedOp::Avg) divideInPlace(buf, elements, op.dtype, size);
-  }
-  const OpDesc op;
-  const int rank, size;
-  const size_t width;
-};
+using schedule::at;
+using schedule::mod;
+using schedule::Shape;
 
 // Runs schedules one after the other (reduce then broadcast, say).
 class Sequence : public UcxSchedule {
