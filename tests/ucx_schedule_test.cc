@@ -300,6 +300,36 @@ TEST(DegradedSchedules, EveryMemberHoldsTheSameBitsOfAFloatSum) {
   }
 }
 
+TEST(DegradedSchedules, BroadcastMakesTheSlowMemberALeaf) {
+  for (int n : {3, 4, 5, 8, 9}) {
+    for (int root : {0, n - 1}) {
+      for (int slow = 0; slow < n; ++slow) {
+        if (slow == root) continue;
+        SCOPED_TRACE(std::to_string(n) + " members, root " + std::to_string(root) + ", slow " + std::to_string(slow));
+        const size_t count = 100003;
+        std::vector<std::vector<int32_t>> buf(n);
+        std::vector<std::unique_ptr<UcxSchedule>> members;
+        for (int r = 0; r < n; ++r) {
+          buf[r] = r == root ? input(r, count) : std::vector<int32_t>(count, -1);
+          OpDesc op;
+          op.kind = OpKind::Broadcast;
+          op.sendbuf = op.recvbuf = buf[r].data();
+          op.count = count;
+          op.dtype = DType::Int32;
+          op.peer = root;
+          members.push_back(mw::makeDegradedUcxSchedule(op, r, n, slow));
+          ASSERT_TRUE(members.back());
+        }
+        Traffic t;
+        ASSERT_EQ(runAll(members, &t), "");
+        for (int r = 0; r < n; ++r) EXPECT_EQ(buf[r], input(root, count)) << "rank " << r;
+        EXPECT_EQ(t.sent[slow], 0u);
+        EXPECT_EQ(t.received[slow], count * 4);
+      }
+    }
+  }
+}
+
 TEST(DegradedSchedules, NoneWhereItDoesNotPay) {
   std::vector<int32_t> small(1000), big(1 << 20), out(1 << 20);
   EXPECT_FALSE(mw::makeDegradedUcxSchedule(allreduce(small, small), 0, 4, 1)) << "latency bound";
@@ -307,8 +337,13 @@ TEST(DegradedSchedules, NoneWhereItDoesNotPay) {
   EXPECT_FALSE(mw::makeDegradedUcxSchedule(allreduce(big, out), 0, 4, 4)) << "no such member";
   EXPECT_FALSE(mw::makeDegradedUcxSchedule(allreduce(big, out), 0, 4, -1));
   OpDesc op = allreduce(big, out);
-  op.kind = OpKind::Gather;
-  EXPECT_FALSE(mw::makeDegradedUcxSchedule(op, 0, 4, 1));
+  for (OpKind kind : {OpKind::Gather, OpKind::Allgather, OpKind::ReduceScatter}) {
+    op.kind = kind;
+    EXPECT_FALSE(mw::makeDegradedUcxSchedule(op, 0, 4, 1)) << mw::opName(kind);
+  }
+  op.kind = OpKind::Broadcast;
+  op.peer = 1;
+  EXPECT_FALSE(mw::makeDegradedUcxSchedule(op, 0, 4, 1)) << "a slow root";
   EXPECT_TRUE(mw::makeDegradedUcxSchedule(allreduce(big, out), 0, 4, 1));
 }
 

@@ -129,6 +129,39 @@ class DegradedAllreduce : public UcxSchedule {
   size_t step_ = 0;
 };
 
+// Another schedule run over ranks renumbered: it sees member order[v] as
+// rank v.
+class Renumbered : public UcxSchedule {
+ public:
+  Renumbered(std::unique_ptr<UcxSchedule> inner, std::vector<int> order)
+      : inner_(std::move(inner)), order_(std::move(order)) {}
+  bool next(std::vector<UcxXfer>& out) override {
+    const size_t first = out.size();
+    const bool more = inner_->next(out);
+    for (size_t i = first; i < out.size(); ++i) out[i].peer = order_[static_cast<size_t>(out[i].peer)];
+    return more;
+  }
+
+ private:
+  std::unique_ptr<UcxSchedule> inner_;
+  const std::vector<int> order_;
+};
+
+// Broadcast: today's binomial tree over the members renumbered so that
+// the root comes first and the slow member last, where the tree makes it
+// a leaf: it receives the buffer once and forwards nothing.
+std::unique_ptr<UcxSchedule> degradedBroadcast(const OpDesc& op, int rank, int size, int slow) {
+  std::vector<int> order{op.peer};
+  for (int r = 0; r < size; ++r) {
+    if (r != op.peer && r != slow) order.push_back(r);
+  }
+  order.push_back(slow);
+  const int mine = static_cast<int>(std::find(order.begin(), order.end(), rank) - order.begin());
+  OpDesc renumbered = op;
+  renumbered.peer = 0;
+  return std::make_unique<Renumbered>(makeUcxSchedule(renumbered, mine, size), std::move(order));
+}
+
 }  // namespace
 
 size_t degradedChunks(size_t bytes) { return std::clamp<size_t>(bytes / kChunkBytes, 1, kMaxChunks); }
@@ -136,9 +169,10 @@ size_t degradedChunks(size_t bytes) { return std::clamp<size_t>(bytes / kChunkBy
 std::unique_ptr<UcxSchedule> makeDegradedUcxSchedule(const OpDesc& op, int rank, int size, int slow) {
   if (size < 3 || slow < 0 || slow >= size) return nullptr;
   const Shape s(op, rank, size);
-  if (op.kind == OpKind::Allreduce && s.bytes(op.count) >= kDegradedMinBytes) {
-    return std::make_unique<DegradedAllreduce>(s, slow, op.sendbuf, op.recvbuf, op.count);
-  }
+  if (s.bytes(op.count) < kDegradedMinBytes) return nullptr;
+  if (op.kind == OpKind::Allreduce) return std::make_unique<DegradedAllreduce>(s, slow, op.sendbuf, op.recvbuf, op.count);
+  // A slow root sends the buffer whatever the tree.
+  if (op.kind == OpKind::Broadcast && op.peer != slow) return degradedBroadcast(op, rank, size, slow);
   return nullptr;
 }
 

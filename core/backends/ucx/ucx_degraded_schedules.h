@@ -15,6 +15,12 @@
 //
 // Every member ends with the same bits: each piece is reduced once, by its
 // owner, in rank order, and copied to the others.
+//
+// Broadcast: today's binomial tree with the slow member made a leaf, so
+// that it receives the buffer once and forwards nothing. Allgather and
+// reduce-scatter have none: in a ring the slow member sends as much as it
+// must receive (allgather) or receives as much as it must send
+// (reduce-scatter), each direction capped alike, so no schedule beats it.
 #pragma once
 
 #include <memory>
