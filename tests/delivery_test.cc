@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string>
@@ -359,6 +361,232 @@ TEST(Delivery, ExactlyOnceInOrderOverALossyReorderingPath) {
     ASSERT_EQ(completed, kMessages) << "seed " << seed;
     ASSERT_EQ(got.size(), payload.size()) << "seed " << seed;
     EXPECT_EQ(got, payload) << "seed " << seed;
+  }
+}
+
+// ---------------------------------------------------------------- striped
+
+ReceiveOrder::Taken chunk(ReceiveOrder& r, uint64_t seq, uint64_t channel, const std::string& whole, size_t offset,
+                          size_t length, void* lender = nullptr) {
+  return r.arriveChunk(seq, channel, whole.size(), offset, whole.data() + offset, length, lender);
+}
+
+TEST(StripedOrder, ChunksGoStraightIntoAPostedReceiveInAnyOrder) {
+  released.clear();
+  ReceiveOrder r(&noteRelease);
+  Received rec;
+  std::vector<char> b(16);
+  r.post(1, b.data(), b.size(), rec.into(b));
+  const std::string m = "abcdefghijkl";
+  EXPECT_EQ(chunk(r, 1, 1, m, 8, 4, &released), ReceiveOrder::Taken::Copied);
+  EXPECT_EQ(chunk(r, 1, 1, m, 0, 4, &released), ReceiveOrder::Taken::Copied);
+  EXPECT_TRUE(rec.got.empty());
+  EXPECT_EQ(chunk(r, 1, 1, m, 8, 4, &released), ReceiveOrder::Taken::Duplicate) << "sent again after a cut";
+  EXPECT_EQ(chunk(r, 1, 1, m, 4, 4, &released), ReceiveOrder::Taken::Copied);
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:12:abcdefghijkl"}));
+  EXPECT_TRUE(released.empty()) << "nothing was held";
+  EXPECT_EQ(r.delivered(), 1u);
+  EXPECT_EQ(chunk(r, 1, 1, m, 0, 4), ReceiveOrder::Taken::Duplicate) << "delivered already";
+}
+
+TEST(StripedOrder, ChunksBeforeTheReceiveAreHeldThenCopiedInOnce) {
+  released.clear();
+  {
+    ReceiveOrder r(&noteRelease);
+    Received rec;
+    const std::string m = "0123456789ab";
+    EXPECT_EQ(chunk(r, 1, 1, m, 4, 4, &released), ReceiveOrder::Taken::Held);
+    EXPECT_EQ(chunk(r, 1, 1, m, 0, 4, &released), ReceiveOrder::Taken::Held);
+    std::vector<char> b(12);
+    EXPECT_NE(r.post(1, b.data(), b.size(), rec.into(b)), 0u) << "incomplete: bound, not done";
+    EXPECT_EQ(released.size(), 2u) << "the held chunks were copied in and given back";
+    EXPECT_EQ(chunk(r, 1, 1, m, 8, 4, &released), ReceiveOrder::Taken::Copied);
+    EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:12:0123456789ab"}));
+  }
+  EXPECT_EQ(released.size(), 2u) << "each exactly once";
+}
+
+TEST(StripedOrder, ACompleteMessageWithNoReceiveWaitsAsOneCopy) {
+  released.clear();
+  ReceiveOrder r(&noteRelease);
+  const std::string m = "stripedmessage";
+  chunk(r, 1, 5, m, 7, 7, &released);
+  chunk(r, 1, 5, m, 0, 7, &released);
+  EXPECT_TRUE(r.waiting(5));
+  EXPECT_EQ(released.size(), 2u) << "the chunks went back once copied";
+  Received rec;
+  std::vector<char> b(32);
+  EXPECT_EQ(r.post(5, b.data(), b.size(), rec.into(b)), 0u);
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:14:stripedmessage"}));
+}
+
+TEST(StripedOrder, BindsOnlyOnceEveryMessageAheadIsKnown) {
+  ReceiveOrder r;
+  Received rec;
+  std::vector<char> a(8), b(8);
+  const uint64_t first = r.post(1, a.data(), a.size(), rec.into(a));
+  const uint64_t second = r.post(1, b.data(), b.size(), rec.into(b));
+  const std::string two = "22223333";
+  // Message 2 (channel 1) comes before message 1, whose channel nobody
+  // knows yet: 2 may not take the first receive.
+  chunk(r, 2, 1, two, 0, 4);
+  EXPECT_TRUE(r.cancel(first)) << "not bound";
+  const uint64_t again = r.post(1, a.data(), a.size(), rec.into(a));
+  // Message 1 is on channel 1 too: it takes `second` (now the oldest), and
+  // 2 binds to `again`.
+  arriveText(r, 1, 1, "one");
+  EXPECT_FALSE(r.cancel(again)) << "bound to message 2";
+  chunk(r, 2, 1, two, 4, 4);
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"gone:0:", "ok:3:one", "ok:8:22223333"}));
+  EXPECT_FALSE(r.cancel(second));
+}
+
+TEST(StripedOrder, AMessageAheadOnAnotherChannelTakesNoReceiveOfIt) {
+  ReceiveOrder r;
+  Received rec;
+  std::vector<char> a(8);
+  r.post(1, a.data(), a.size(), rec.into(a));
+  const std::string two = "abcdefgh";
+  arriveText(r, 1, 9, "x");  // message 1, on channel 9: it waits there
+  chunk(r, 3, 1, two, 0, 4);
+  // Message 2 is unknown: 3 cannot bind.
+  chunk(r, 2, 7, std::string("seven"), 0, 5);  // message 2 on channel 7, complete
+  chunk(r, 3, 1, two, 4, 4);
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"ok:8:abcdefgh"}));
+  EXPECT_TRUE(r.waiting(9));
+  EXPECT_TRUE(r.waiting(7));
+}
+
+TEST(StripedOrder, ContradictionsAreRefusedAndChangeNothing) {
+  ReceiveOrder r;
+  const std::string m = "abcdefgh";
+  EXPECT_EQ(chunk(r, 1, 1, m, 0, 4), ReceiveOrder::Taken::Copied);
+  EXPECT_EQ(r.arriveChunk(1, 2, 8, 4, m.data() + 4, 4, nullptr), ReceiveOrder::Taken::Refused) << "other channel";
+  EXPECT_EQ(r.arriveChunk(1, 1, 9, 4, m.data() + 4, 4, nullptr), ReceiveOrder::Taken::Refused) << "other total";
+  EXPECT_EQ(r.arriveChunk(1, 1, 8, 2, m.data() + 2, 4, nullptr), ReceiveOrder::Taken::Refused) << "overlap";
+  EXPECT_EQ(r.arriveChunk(1, 1, 8, 6, m.data() + 6, 4, nullptr), ReceiveOrder::Taken::Refused) << "past the end";
+  EXPECT_EQ(arriveText(r, 1, 1, "whole"), ReceiveOrder::Taken::Refused) << "whole and striped";
+  EXPECT_EQ(r.arriveChunk(2, 1, 4, 3, m.data(), 4, nullptr), ReceiveOrder::Taken::Refused) << "a new message's";
+  EXPECT_EQ(arriveText(r, 2, 1, "two"), ReceiveOrder::Taken::Copied) << "2 was not kept as striped";
+  EXPECT_EQ(chunk(r, 1, 1, m, 4, 4), ReceiveOrder::Taken::Copied);
+  EXPECT_EQ(r.delivered(), 2u);
+}
+
+TEST(StripedOrder, AShortReceiveIsTruncated) {
+  ReceiveOrder r;
+  Received rec;
+  std::vector<char> b(6);
+  r.post(1, b.data(), b.size(), rec.into(b));
+  const std::string m = "abcdefghijkl";
+  chunk(r, 1, 1, m, 8, 4);
+  chunk(r, 1, 1, m, 4, 4);
+  chunk(r, 1, 1, m, 0, 4);
+  EXPECT_EQ(rec.got, (std::vector<std::string>{"trunc:12:abcdef"}));
+}
+
+TEST(StripedOrder, GivingUpEndsBoundReceivesAndDroppingGivesBackWhatIsHeld) {
+  released.clear();
+  {
+    ReceiveOrder r(&noteRelease);
+    Received rec;
+    std::vector<char> a(8), b(8);
+    const std::string one = "11112222", two = "33334444";
+    r.post(1, a.data(), a.size(), rec.into(a));
+    chunk(r, 1, 1, one, 0, 4, &released);  // bound
+    chunk(r, 2, 1, two, 0, 4, &released);  // held: no receive for it
+    EXPECT_EQ(released.size(), 0u);
+    r.dropArrivals();
+    EXPECT_EQ(released.size(), 1u);
+    EXPECT_EQ(rec.got, (std::vector<std::string>{"gone:0:"}));
+    r.post(1, b.data(), b.size(), rec.into(b));
+    chunk(r, 3, 2, two, 0, 4, &released);  // held
+    r.giveUp();
+    EXPECT_EQ(rec.got, (std::vector<std::string>{"gone:0:", "gone:0:"}));
+  }
+  EXPECT_EQ(released.size(), 2u);
+}
+
+// A random stream from one sender: messages whole or in chunks over a few
+// channels, arriving in any order, some twice; receives posted at random
+// moments. Every receive gets the messages of its channel in order, whole,
+// and lent memory goes back exactly once.
+TEST(StripedOrder, RandomArrivalsDeliverEveryMessageInOrder) {
+  for (int seed = 0; seed < 200; ++seed) {
+    std::mt19937 rng(seed);
+    released.clear();
+    const int kMessages = 40;
+    struct Message {
+      uint64_t channel;
+      std::string text;
+      bool striped;
+    };
+    std::vector<Message> msgs;
+    std::vector<std::pair<uint64_t, size_t>> pieces;  // (seq, chunk index)
+    std::vector<std::vector<std::pair<size_t, size_t>>> chunks_of(kMessages + 1);
+    for (int i = 1; i <= kMessages; ++i) {
+      Message m;
+      m.channel = std::uniform_int_distribution<uint64_t>(1, 3)(rng);
+      const size_t len = std::uniform_int_distribution<size_t>(0, 40)(rng);
+      for (size_t k = 0; k < len; ++k) m.text.push_back(static_cast<char>('a' + (i + k) % 26));
+      m.striped = len > 0 && rng() % 2;
+      msgs.push_back(m);
+      if (m.striped) {
+        size_t at = 0;
+        while (at < len) {
+          const size_t n = std::min(len - at, std::uniform_int_distribution<size_t>(1, 12)(rng));
+          chunks_of[i].push_back({at, n});
+          at += n;
+        }
+      } else {
+        chunks_of[i].push_back({0, len});
+      }
+      for (size_t c = 0; c < chunks_of[i].size(); ++c) {
+        pieces.push_back({static_cast<uint64_t>(i), c});
+        if (rng() % 5 == 0) pieces.push_back({static_cast<uint64_t>(i), c});  // a duplicate
+      }
+    }
+    std::shuffle(pieces.begin(), pieces.end(), rng);
+    std::map<uint64_t, std::vector<std::string>> want, got;
+    for (const auto& m : msgs) want[m.channel].push_back(m.text);
+    std::deque<std::vector<char>> buffers;
+    auto post = [&](uint64_t channel) {
+      buffers.emplace_back(64);
+      auto& b = buffers.back();
+      ReceiveOrder::Done done = [&got, &b, channel](DeliveryOutcome o, size_t length) {
+        ASSERT_EQ(o, DeliveryOutcome::Delivered);
+        got[channel].push_back(std::string(b.data(), length));
+      };
+      return std::make_pair(&b, done);
+    };
+    {
+      ReceiveOrder r(&noteRelease);
+      size_t lent = 0;
+      for (const auto& [seq, c] : pieces) {
+        if (rng() % 3 == 0) {
+          const uint64_t channel = std::uniform_int_distribution<uint64_t>(1, 3)(rng);
+          auto [b, done] = post(channel);
+          r.post(channel, b->data(), b->size(), done);
+        }
+        const Message& m = msgs[seq - 1];
+        const auto [offset, n] = chunks_of[seq][c];
+        ReceiveOrder::Taken t =
+            m.striped ? r.arriveChunk(seq, m.channel, m.text.size(), offset, m.text.data() + offset, n, &released)
+                      : r.arrive(seq, m.channel, m.text.data(), m.text.size(), &released);
+        ASSERT_NE(t, ReceiveOrder::Taken::Refused) << "seed " << seed;
+        lent += t == ReceiveOrder::Taken::Held;
+      }
+      ASSERT_EQ(r.delivered(), static_cast<uint64_t>(kMessages)) << "seed " << seed;
+      for (uint64_t channel = 1; channel <= 3; ++channel) {
+        while (r.waiting(channel)) {
+          auto [b, done] = post(channel);
+          EXPECT_EQ(r.post(channel, b->data(), b->size(), done), 0u);
+        }
+      }
+      EXPECT_EQ(released.size(), lent) << "seed " << seed;
+      for (uint64_t channel = 1; channel <= 3; ++channel) {
+        EXPECT_EQ(got[channel], want[channel]) << "seed " << seed << ", channel " << channel;
+      }
+    }
   }
 }
 

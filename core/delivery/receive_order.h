@@ -5,10 +5,23 @@
 // receive first, as tag matching would.
 //
 // Holds no transport. An arrival is whole (the transport's eager
-// protocol). Its bytes are copied at once when a receive waits for them;
-// else they are kept, either held in memory the transport lends (given
-// back through the Release function) or copied. Owned by one thread (for
-// UCX worlds, the engine's owner); nothing here locks.
+// protocol), or one chunk of a message striped over several paths
+// (stripe_plan.h). A whole arrival's bytes are copied at once when a
+// receive waits for them; else they are kept, either held in memory the
+// transport lends (given back through the Release function) or copied.
+//
+// A striped message is bound to the receive it will complete as soon as
+// that is known: when every message between the last delivered and it
+// has announced its channel (a whole arrival, or any chunk), and enough
+// receives are posted on its channel for it and for those ahead of it
+// there. From then on its chunks are written straight into that receive
+// at their offsets, with no reassembly copy; chunks that came before are
+// kept as whole arrivals are, and copied in once it is bound. A bound
+// receive can no longer be cancelled. A striped message that is complete
+// and next in order while unbound waits as one copy, as a whole one would.
+//
+// Owned by one thread (for UCX worlds, the engine's owner); nothing here
+// locks.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +31,7 @@
 #include <map>
 #include <vector>
 
+#include "core/delivery/chunk_assembly.h"
 #include "core/delivery/delivery_outcome.h"
 
 namespace mw {
@@ -32,7 +46,8 @@ class ReceiveOrder {
   using Release = void (*)(void* lender, const char* data, size_t length);
 
   explicit ReceiveOrder(Release release = nullptr) : release_(release) {}
-  ~ReceiveOrder() { dropArrivals(); }
+  // Gives back what it keeps; nothing is called back.
+  ~ReceiveOrder() { releaseAll(); }
   ReceiveOrder(ReceiveOrder&&) = default;
   ReceiveOrder& operator=(ReceiveOrder&&) = default;
 
@@ -40,6 +55,7 @@ class ReceiveOrder {
     Duplicate,  // already here: only its acknowledgement was lost
     Copied,     // delivered, or copied to wait; `data` is free again
     Held,       // waits in `data`, lent by `lender`, until released
+    Refused,    // a chunk no sender could have sent: nothing changed
   };
   // Message `seq` on `channel`. With a `lender`, the transport lets this
   // keep `data` until it is released; without, it is copied if it waits.
@@ -48,6 +64,12 @@ class ReceiveOrder {
   // receive took the message.
   Taken arrive(uint64_t seq, uint64_t channel, const char* data, size_t length, void* lender, bool lent = false,
                uint64_t note = 0);
+  // Chunk [offset, offset + length) of message `seq` on `channel`, of
+  // `total` bytes in all; `data` and `lender` as for arrive(). Refused
+  // when it contradicts what earlier chunks of `seq` said (another channel
+  // or total, an overlap) or falls outside the message.
+  Taken arriveChunk(uint64_t seq, uint64_t channel, size_t total, size_t offset, const char* data, size_t length,
+                    void* lender);
   // Called with an arrival's note when a receive takes it.
   void onMatched(std::function<void(uint64_t note)> matched) { matched_ = std::move(matched); }
   // Every message up to this one was delivered: what an acknowledgement
@@ -62,9 +84,10 @@ class ReceiveOrder {
   bool cancel(uint64_t id);
   // A delivered message on `channel` waits for a receive.
   bool waiting(uint64_t channel) const;
-  // What arrived and waits, in order or early, is dropped.
+  // What arrived and waits, in order or early, is dropped; a receive bound
+  // to a striped message that can no longer complete ends (GivenUp).
   void dropArrivals();
-  // Every receive still posted ends (GivenUp).
+  // Every receive still posted or bound ends (GivenUp).
   void giveUp();
 
  private:
@@ -84,11 +107,32 @@ class ReceiveOrder {
     Done done;
   };
 
+  // A striped message not delivered yet.
+  struct Striped {
+    Striped(uint64_t c, size_t total) : channel(c), assembly(total) {}
+    uint64_t channel;
+    ChunkAssembly assembly;
+    bool bound = false;
+    Posted receive;                    // once bound
+    std::map<size_t, Arrival> chunks;  // kept until bound, by offset
+  };
+
   // Delivers `a`, the next in order: to the oldest receive on its channel,
   // else it waits there.
   void next(Arrival a);
+  // Delivers what is next in order and complete, whole or striped.
+  void advance();
+  // Binds every striped message whose receive is known now.
+  void bindStriped();
+  void bind(Striped& m, Posted r);
+  // Writes a chunk into the receive of the bound `m`.
+  static void place(const Striped& m, size_t offset, const char* data, size_t length);
   void keep(Arrival& a, const char* data, void* lender);
   void release(Arrival& a);
+  void releaseAll();
+  // Ends the receives bound to striped messages (GivenUp) and drops those
+  // messages.
+  void endStriped();
 
   Release release_ = nullptr;
   std::function<void(uint64_t)> matched_;
@@ -96,6 +140,7 @@ class ReceiveOrder {
   uint64_t next_id_ = 1;
   std::map<uint64_t, uint64_t> channel_of_;  // a posted receive's id: its channel
   std::map<uint64_t, Arrival> early_;  // by sequence number
+  std::map<uint64_t, Striped> striped_;  // by sequence number, not delivered
   // By channel. A channel's queue goes once empty: collectives take a new
   // channel for each operation, so kept they would grow with every
   // operation a world ever ran.
