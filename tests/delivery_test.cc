@@ -164,6 +164,67 @@ TEST(SendWindow, AnAcknowledgedMessageHeldByTheTransportAwaitsNoAnswer) {
   EXPECT_TRUE(w.awaitingAcknowledgement());
 }
 
+// A striped message's chunks over paths 0 and 1, sent at `at`.
+void stripe(SendWindow::Message& m, std::initializer_list<std::pair<size_t, size_t>> path_and_bytes,
+            SendWindow::Clock::time_point at) {
+  size_t offset = 0;
+  for (const auto& [path, bytes] : path_and_bytes) {
+    m.chunks.push_back({path, offset, bytes, at, false});
+    offset += bytes;
+  }
+}
+
+TEST(SendWindow, AChunkAcknowledgementIsTakenOnceAndNamesItsPath) {
+  SendWindow w;
+  Outcomes out;
+  char buf[12];
+  auto m = w.add(1, buf, 12, out.track(1));
+  const auto t = SendWindow::Clock::now();
+  stripe(*m, {{0, 4}, {1, 4}, {0, 4}}, t);
+  const SendWindow::Chunk* c = w.acknowledgeChunk(1, 4);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->path, 1u);
+  EXPECT_EQ(c->bytes, 4u);
+  EXPECT_EQ(c->sent_at, t);
+  EXPECT_EQ(w.acknowledgeChunk(1, 4), nullptr) << "twice";
+  EXPECT_EQ(w.acknowledgeChunk(1, 5), nullptr) << "no chunk there";
+  EXPECT_EQ(w.acknowledgeChunk(2, 0), nullptr) << "no such message";
+  EXPECT_TRUE(out.ended.empty()) << "a chunk is not the message";
+  EXPECT_TRUE(w.acknowledge(1));
+  EXPECT_EQ(w.acknowledgeChunk(1, 0), nullptr) << "the message is acknowledged whole";
+  EXPECT_EQ(out.ended.size(), 1u);
+}
+
+TEST(SendWindow, TheChunksOfAPathThatWentDownGoAgainInOrder) {
+  SendWindow w;
+  Outcomes out;
+  char buf[2][12];
+  const auto t0 = SendWindow::Clock::now();
+  auto a = w.add(1, buf[0], 12, out.track(1));
+  stripe(*a, {{0, 4}, {1, 4}, {1, 4}}, t0);
+  auto b = w.add(1, buf[1], 12, out.track(2));
+  stripe(*b, {{1, 6}, {0, 6}}, t0 + std::chrono::milliseconds(1));
+  ASSERT_NE(w.acknowledgeChunk(1, 4), nullptr);
+  EXPECT_EQ(w.bytesOn(1), 10u);
+  EXPECT_EQ(w.bytesOn(0), 10u);
+  EXPECT_EQ(w.oldestOn(1), t0);
+  const auto again = w.unacknowledgedOn(1);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].message->seq, 1u);
+  EXPECT_EQ(again[0].message->chunks[again[0].index].offset, 8u);
+  EXPECT_EQ(again[1].message->seq, 2u);
+  EXPECT_EQ(again[1].message->chunks[again[1].index].offset, 0u);
+  const auto t1 = t0 + std::chrono::milliseconds(5);
+  for (const auto& c : again) SendWindow::resent(c, 0, t1);
+  EXPECT_EQ(w.bytesOn(1), 0u);
+  EXPECT_FALSE(w.oldestOn(1));
+  EXPECT_EQ(w.bytesOn(0), 20u);
+  EXPECT_EQ(w.oldestOn(0), t0);
+  // A message acknowledged whole has nothing left to send again.
+  EXPECT_TRUE(w.acknowledge(1));
+  EXPECT_EQ(w.unacknowledgedOn(0).size(), 2u) << "message 2's two chunks";
+}
+
 // --------------------------------------------------------------- receiving
 
 struct Received {

@@ -52,6 +52,55 @@ std::vector<SendWindow::MessagePtr> SendWindow::unacknowledged() const {
   return out;
 }
 
+const SendWindow::Chunk* SendWindow::acknowledgeChunk(uint64_t seq, size_t offset) {
+  if (seq <= acked_) return nullptr;  // the whole message is acknowledged: late news
+  for (auto& m : kept_) {
+    if (m->seq < seq) continue;
+    if (m->seq > seq) break;
+    for (Chunk& c : m->chunks) {
+      if (c.offset != offset) continue;
+      if (c.acked) return nullptr;
+      c.acked = true;
+      progress_ = Clock::now();
+      return &c;
+    }
+    break;
+  }
+  return nullptr;
+}
+
+std::vector<SendWindow::ChunkRef> SendWindow::unacknowledgedOn(size_t path) const {
+  std::vector<ChunkRef> out;
+  for (const auto& m : kept_) {
+    if (m->acked) continue;
+    for (size_t i = 0; i < m->chunks.size(); ++i) {
+      if (m->chunks[i].path == path && !m->chunks[i].acked) out.push_back({m, i});
+    }
+  }
+  return out;
+}
+
+void SendWindow::resent(const ChunkRef& c, size_t path, Clock::time_point now) {
+  Chunk& chunk = c.message->chunks[c.index];
+  chunk.path = path;
+  chunk.sent_at = now;
+}
+
+size_t SendWindow::bytesOn(size_t path) const {
+  size_t total = 0;
+  for (const auto& r : unacknowledgedOn(path)) total += r.message->chunks[r.index].bytes;
+  return total;
+}
+
+std::optional<SendWindow::Clock::time_point> SendWindow::oldestOn(size_t path) const {
+  std::optional<Clock::time_point> oldest;
+  for (const auto& r : unacknowledgedOn(path)) {
+    const auto at = r.message->chunks[r.index].sent_at;
+    if (!oldest || at < *oldest) oldest = at;
+  }
+  return oldest;
+}
+
 void SendWindow::giveUp() {
   auto ending = std::move(kept_);
   kept_.clear();

@@ -15,6 +15,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,16 @@ class SendWindow {
   // Delivered once acknowledged; GivenUp from giveUp(). It may add more.
   using Done = std::function<void(DeliveryOutcome)>;
 
+  // One chunk of a message striped over several paths (stripe_plan.h):
+  // the path it went on last, when, and whether that path's peer
+  // acknowledged it (which feeds the path's meter, path_meter.h).
+  struct Chunk {
+    size_t path = 0;
+    size_t offset = 0;
+    size_t bytes = 0;
+    Clock::time_point sent_at;
+    bool acked = false;
+  };
   struct Message {
     uint64_t seq = 0;
     uint64_t channel = 0;
@@ -36,6 +47,7 @@ class SendWindow {
     Done done;
     unsigned in_flight = 0;  // transmissions the transport still holds
     bool acked = false;
+    std::vector<Chunk> chunks;  // striped: in offset order; empty: whole
   };
   using MessagePtr = std::shared_ptr<Message>;
 
@@ -54,6 +66,26 @@ class SendWindow {
 
   // What the peer has not acknowledged, in order: what goes again.
   std::vector<MessagePtr> unacknowledged() const;
+
+  // Striping: the owner fills a message's `chunks` as it sends them. The
+  // peer acknowledged the chunk at `offset` of message `seq`: that
+  // chunk, for its path's meter, or null for one not known or acknowledged
+  // already (late news, or nonsense from the wire).
+  const Chunk* acknowledgeChunk(uint64_t seq, size_t offset);
+  // The chunks on `path` the peer has not acknowledged, in order, of
+  // messages it has not acknowledged whole: what goes again elsewhere when
+  // the path goes down.
+  struct ChunkRef {
+    MessagePtr message;
+    size_t index = 0;  // into message->chunks
+  };
+  std::vector<ChunkRef> unacknowledgedOn(size_t path) const;
+  // A chunk went again, on `path`, at `now`.
+  static void resent(const ChunkRef& c, size_t path, Clock::time_point now);
+  // Bytes on `path` not acknowledged, and when the oldest of them was
+  // sent (nullopt: none).
+  size_t bytesOn(size_t path) const;
+  std::optional<Clock::time_point> oldestOn(size_t path) const;
 
   // Ends every message kept (GivenUp), oldest first; later acknowledgements
   // of them are old news.
