@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/delivery/chunk_assembly.h"
+#include "core/delivery/path_doubt.h"
 #include "core/delivery/path_meter.h"
 #include "core/delivery/stripe_plan.h"
 
@@ -318,6 +319,75 @@ TEST(ChunkAssembly, AnEmptyMessageIsOneEmptyChunk) {
   EXPECT_EQ(a.take(0, 0), ChunkAssembly::Take::New);
   EXPECT_TRUE(a.complete());
   EXPECT_EQ(a.take(0, 0), ChunkAssembly::Take::Duplicate);
+}
+
+// Path doubt (path_doubt.h): two paths with the same meter.
+struct TwoPaths {
+  PathMeter meter;
+  std::vector<mw::PathTraffic> paths;
+  TwoPaths() {
+    const auto t = Clock::time_point{} + 1s;
+    meter.sent(64);
+    meter.acknowledged(64, t, t + 1ms);  // srtt 1 ms
+    paths.resize(2);
+    for (auto& p : paths) {
+      p.up = true;
+      p.meter = &meter;
+      p.last_heard = t;
+    }
+  }
+};
+
+TEST(PathDoubt, APathSilentWhileAnotherAnswersIsInDoubtAfterItsAllowance) {
+  TwoPaths two;
+  const auto t = Clock::time_point{} + 2s;
+  two.paths[1].oldest_sent = t;
+  EXPECT_EQ(mw::doubtDue(two.paths[1], 10ms), t + 10ms) << "max(3 x 1 ms, 10 ms)";
+  two.paths[0].last_heard = t + 5ms;  // path 0 keeps answering
+  EXPECT_FALSE(mw::inDoubt(two.paths, 1, t + 9ms, 10ms));
+  EXPECT_TRUE(mw::inDoubt(two.paths, 1, t + 10ms, 10ms));
+  EXPECT_FALSE(mw::inDoubt(two.paths, 0, t + 10ms, 10ms)) << "nothing in flight on 0";
+}
+
+TEST(PathDoubt, SilenceEverywhereIsThePeersNotAPaths) {
+  TwoPaths two;
+  const auto t = Clock::time_point{} + 2s;
+  two.paths[0].oldest_sent = t;
+  two.paths[1].oldest_sent = t;
+  EXPECT_FALSE(mw::inDoubt(two.paths, 0, t + 1s, 10ms));
+  EXPECT_FALSE(mw::inDoubt(two.paths, 1, t + 1s, 10ms));
+  // An answer on a path that is down says nothing of this one's peer.
+  two.paths[0].up = false;
+  two.paths[0].last_heard = t + 500ms;
+  EXPECT_FALSE(mw::inDoubt(two.paths, 1, t + 1s, 10ms));
+}
+
+TEST(PathDoubt, ABusyPathIsGivenTheTimeItsBytesNeed) {
+  TwoPaths two;
+  PathMeter slow;
+  stream(slow, Clock::time_point{} + 1s, 10, kMiB, 21ms);  // 50 MB/s
+  slow.sent(8 * kMiB);
+  two.paths[1].meter = &slow;
+  const auto t = Clock::time_point{} + 3s;
+  two.paths[1].oldest_sent = t;
+  two.paths[0].last_heard = t + 100ms;
+  const auto allowance = slow.doubtAfter(10ms);
+  EXPECT_GE(allowance, 168ms) << "8 MiB at 50 MB/s";
+  EXPECT_FALSE(mw::inDoubt(two.paths, 1, t + allowance - 1ms, 10ms));
+  EXPECT_TRUE(mw::inDoubt(two.paths, 1, t + allowance, 10ms));
+}
+
+TEST(PathDoubt, AnIdlePathIsProbedOnceNotHeardFromForAWhile) {
+  TwoPaths two;
+  const auto heard = two.paths[0].last_heard;
+  EXPECT_FALSE(mw::probeDue(two.paths[0], heard + 99ms, 100ms));
+  EXPECT_TRUE(mw::probeDue(two.paths[0], heard + 100ms, 100ms));
+  two.paths[0].oldest_sent = heard;
+  EXPECT_FALSE(mw::probeDue(two.paths[0], heard + 1s, 100ms)) << "its own traffic tells";
+  two.paths[1].up = false;
+  EXPECT_FALSE(mw::probeDue(two.paths[1], heard + 1s, 100ms)) << "a path that is down has probes of its own";
+  EXPECT_FALSE(mw::doubtDue(two.paths[1], 10ms));
+  EXPECT_FALSE(mw::inDoubt(two.paths, 7, heard, 10ms)) << "no such path";
 }
 
 }  // namespace
