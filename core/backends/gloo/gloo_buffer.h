@@ -21,6 +21,13 @@ class GlooBuffer : public gloo::transport::tcp::UnboundBuffer {
  public:
   GlooBuffer(const std::shared_ptr<gloo::transport::tcp::Context>& ctx, void* ptr, size_t size)
       : gloo::transport::tcp::UnboundBuffer(ctx, ptr, size) {}
+  // A pair that fails signals its buffers from Gloo's device thread, each
+  // under the buffer's mutex; taking the mutex here lets a signal under way
+  // finish, and orders one that finished, before the buffer's condition
+  // variables go. (Gloo holds no reference that keeps a buffer alive, so a
+  // pair that only starts failing while its buffer is destroyed remains
+  // Gloo's to order.)
+  ~GlooBuffer() override { std::lock_guard<std::mutex> lock(m_); }
 
   // Consumes one finished recv (send) when there is one, as waitRecv
   // (waitSend) would have; false when none has finished. A transfer that
