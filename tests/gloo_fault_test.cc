@@ -26,32 +26,12 @@ namespace {
 using namespace std::chrono_literals;
 using mwtest::eventually;
 
-// Stops `pid` and returns once every one of its threads has stopped.
-bool stopProcess(pid_t pid) {
-  if (kill(pid, SIGSTOP) != 0) return false;
-  int status = 0;
-  return waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status);
-}
-
 mw_context_t* glooContext(const std::string& url) { return mwtest::newContext(url, mwtest::kPatientSettings); }
 
 mw_status_t createGlooWorld(mw_context_t* ctx, const char* name, int rank, int size, mw_world_t** out) {
   mw_status_t s = mw_world_create(ctx, name, rank, size, MW_BACKEND_GLOO, 0, 30000, out);
   if (s != MW_OK) std::fprintf(stderr, "rank %d: create %s: %s (%s)\n", rank, name, mw_status_string(s), mw_last_error());
   return s;
-}
-
-// The next MW_EVENT_WORLD_BROKEN within 20 s: its peer_rank, or -100.
-int brokenEventPeer(mw_context_t* ctx) {
-  const auto end = std::chrono::steady_clock::now() + 20s;
-  mw_event_t ev;
-  while (std::chrono::steady_clock::now() < end) {
-    if (mw_next_event(ctx, &ev, 1000) == MW_OK && ev.type == MW_EVENT_WORLD_BROKEN) {
-      std::fprintf(stderr, "pid %d: world %s broke, peer %d: %s\n", getpid(), ev.world_name, ev.peer_rank, ev.detail);
-      return ev.peer_rank;
-    }
-  }
-  return -100;
 }
 
 struct OrderBoard {
@@ -105,7 +85,7 @@ TEST(GlooFaults, ReceiveAfterALostMessageFails) {
   // The receiver's requests for both headers are on their way; stopped, it
   // cannot ask for the large payload, while the sender's headers still
   // reach its socket.
-  ASSERT_TRUE(stopProcess(receiver));
+  ASSERT_TRUE(mwtest::stopProcess(receiver));
   board->go.store(1);
   ASSERT_TRUE(eventually([&] { return board->sent.load() != 0; }, 30s));
   std::this_thread::sleep_for(500ms);  // Gloo's thread writes both headers
@@ -158,7 +138,7 @@ TEST(GlooFaults, ThreeMemberWorldNamesTheMemberWhoseConnectionClosed) {
         if (rank == 0) {
           MWT_REQUIRE(eventually([&] { return board->leave.load() == r + 1; }, 30s));
         } else {
-          const int peer = brokenEventPeer(ctx);
+          const int peer = mwtest::nextBreakPeer(ctx);
           if (rank == 2) board->blamed[r].store(peer);
         }
         MWT_CHECK(mw_world_destroy(w));
@@ -174,7 +154,7 @@ TEST(GlooFaults, ThreeMemberWorldNamesTheMemberWhoseConnectionClosed) {
       return eventually([&] { return v[0].load() == r + 1 && v[1].load() == r + 1 && v[2].load() == r + 1; }, 30s);
     };
     ASSERT_TRUE(all(board->formed)) << "round " << r;
-    ASSERT_TRUE(stopProcess(pids[1]));
+    ASSERT_TRUE(mwtest::stopProcess(pids[1]));
     board->leave.store(r + 1);
     EXPECT_TRUE(eventually([&] { return board->blamed[r].load() != -100; }, 25s)) << "round " << r;
     kill(pids[1], SIGCONT);
@@ -221,7 +201,7 @@ TEST(GlooFaults, BreakNamesTheMemberAtFaultNotTheOneThatClosedFirst) {
       if (rank == 2) {
         MWT_REQUIRE(eventually([&] { return board->resumed.load() != 0; }, 60s));
       } else {
-        board->blamed[rank].store(brokenEventPeer(ctx));
+        board->blamed[rank].store(mwtest::nextBreakPeer(ctx));
       }
       mw_world_destroy(w);
       mw_context_free(ctx);
@@ -229,7 +209,7 @@ TEST(GlooFaults, BreakNamesTheMemberAtFaultNotTheOneThatClosedFirst) {
     });
   }
   ASSERT_TRUE(eventually([&] { return board->formed.load() == 3; }, 30s));
-  ASSERT_TRUE(stopProcess(pids[2]));
+  ASSERT_TRUE(mwtest::stopProcess(pids[2]));
   EXPECT_TRUE(eventually([&] { return board->blamed[0].load() != -100 && board->blamed[1].load() != -100; }, 25s));
   board->resumed.store(1);
   kill(pids[2], SIGCONT);
@@ -294,7 +274,7 @@ TEST(GlooFaults, ASendToAStoppedMemberLeavesNoLaneBlockedBehind) {
   }
   ASSERT_TRUE(eventually([&] { return board->stopped.load() != 0; }, 60s));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(stopProcess(pids[1]));
+  ASSERT_TRUE(mwtest::stopProcess(pids[1]));
   EXPECT_TRUE(eventually([&] { return board->lingering.load() != -100; }, 60s));
   kill(pids[1], SIGCONT);
   EXPECT_TRUE(workers.join(60s));

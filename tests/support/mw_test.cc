@@ -1,5 +1,7 @@
 #include "tests/support/mw_test.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +35,18 @@ bool expectStatus(mw_status_t got, mw_status_t want, const char* what) {
   std::fprintf(stderr, "%s: got %s, want %s (%s)\n", what, mw_status_string(got), mw_status_string(want),
                mw_last_error());
   return false;
+}
+
+int nextBreakPeer(mw_context_t* ctx, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  mw_event_t ev;
+  while (std::chrono::steady_clock::now() < end) {
+    if (mw_next_event(ctx, &ev, 1000) == MW_OK && ev.type == MW_EVENT_WORLD_BROKEN) {
+      std::fprintf(stderr, "pid %d: world %s broke, peer %d: %s\n", getpid(), ev.world_name, ev.peer_rank, ev.detail);
+      return ev.peer_rank;
+    }
+  }
+  return -100;
 }
 
 mw_status_t waitAndFree(mw_request_t* req, int timeout_ms) {

@@ -3,6 +3,7 @@
 
 #include <multiworld/multiworld.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -22,6 +23,10 @@ const char* hostBackendName();
 
 // In workers: report a failed expectation on stderr and return false.
 bool expectStatus(mw_status_t got, mw_status_t want, const char* what);
+
+// The peer_rank of the next MW_EVENT_WORLD_BROKEN on `ctx` within `limit`
+// (printed with its detail), or -100 when none came.
+int nextBreakPeer(mw_context_t* ctx, std::chrono::milliseconds limit = std::chrono::seconds(20));
 
 // Issues nothing; waits for `req` (up to `timeout_ms`), frees it, and
 // returns its status.

@@ -16,6 +16,12 @@
 
 namespace mwtest {
 
+bool stopProcess(pid_t pid) {
+  if (kill(pid, SIGSTOP) != 0) return false;
+  int status = 0;
+  return waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status);
+}
+
 pid_t spawn(const std::function<int()>& body) {
   fflush(nullptr);
   pid_t pid = fork();

@@ -26,6 +26,10 @@ int waitExit(pid_t pid, std::chrono::milliseconds timeout);
 bool runRanks(int size, const std::function<int(int rank)>& body,
               std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
+// Stops `pid` (SIGSTOP) and returns once every one of its threads has
+// stopped; false when it could not.
+bool stopProcess(pid_t pid);
+
 // Kills (SIGKILL) and reaps whatever it still holds when it goes away.
 class Workers {
  public:
