@@ -50,6 +50,11 @@ OpResult World::failure() const {
   return {Status::WorldBroken, "world '" + id_.name + "' is broken: " + broken_detail_};
 }
 
+bool World::leftHealthy() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return left_healthy_;
+}
+
 int World::blamedRank() const {
   std::lock_guard<std::mutex> lock(m_);
   return broken_peer_;
@@ -195,6 +200,7 @@ bool World::destroy() {
     if (stopped_) return false;
     stopped_ = true;
     was_ready = state_ == WorldState::Ready;
+    left_healthy_ = was_ready;
     const bool retired = state_ == WorldState::Retired;
     moveTo(WorldState::Destroyed);
     // Its backend ended when it retired.

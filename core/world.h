@@ -100,6 +100,11 @@ class World : public std::enable_shared_from_this<World> {
   // What pending operations fail with now: Cancelled once destroyed, else
   // WorldBroken, each with its message.
   OpResult failure() const;
+  // Destroyed while still ready: this member left a healthy world, and its
+  // backend tells the others so (a UCX world's goodbye). A world that broke
+  // first is only dropped: a goodbye from it would reach a member that has
+  // not judged the break yet as the cause of it.
+  bool leftHealthy() const;
 
   // The rank the world broke because of (-1: unknown, or not broken).
   int blamedRank() const;
@@ -150,6 +155,7 @@ class World : public std::enable_shared_from_this<World> {
   int broken_peer_ = -1;
   bool broken_announced_ = false;
   bool stopped_ = false;
+  bool left_healthy_ = false;  // destroy() found it ready
   // A shrink or grow is under way: nothing is issued. Written under
   // issue_m_ and m_; submit() reads it under issue_m_ alone.
   std::atomic<bool> resizing_{false};

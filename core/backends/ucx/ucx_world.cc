@@ -556,7 +556,7 @@ void UcxWorld::stop() noexcept {
     op_timer_ = 0;
     if (blame_timer_) ucx_->engine()->cancel(blame_timer_);
     blame_timer_ = 0;
-    if (world_->failure().status == Status::Cancelled) {
+    if (world_->leftHealthy()) {
       for (Peer& p : peers_) p.channel->sayGoodbye();
     }
     return true;
