@@ -29,5 +29,6 @@ for i in $(seq 1 "$count"); do
   run gloo $((90300 + i)) --backend gloo
 done
 echo "$(date +%T) sweep done" >>"$out/summary.txt"
+python3 "$(dirname "$0")/soak_table.py" "$out"
 grep -v 'sweep done' "$out/summary.txt" | grep -vc 'crashes 0, lost 0, duplicated 0, reordered 0, corrupt 0, false_breaks 0, missed_breaks 0, violations 0' |
   sed 's/^/runs with a violation: /'
