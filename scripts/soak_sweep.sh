@@ -5,13 +5,17 @@
 # are timing bounds). Each run leaves NAME-SEED.{log,json} in OUT and a
 # line in OUT/summary.txt; a rerun skips the runs that finished.
 #
-#   bash scripts/soak_sweep.sh [OUT] [COUNT]     (COUNT seeds per configuration, default 20)
+#   bash scripts/soak_sweep.sh [OUT] [COUNT] [FIRST]
+#
+# COUNT seeds per configuration (default 20), from the FIRST-th on
+# (default 1): a sweep cut short goes on in a new OUT.
 #
 # Seeds: 90101.. ucx two rails, 90201.. ucx one rail, 90301.. gloo; run as
 # root from the repository root after scripts/build.sh.
 set -u
 out=${1:-/tmp/soak-sweep}
 count=${2:-20}
+first=${3:-1}
 bench=$(pwd)/build/bench/mw_bench
 [[ -x $bench ]] || { echo "soak_sweep: no $bench (run scripts/build.sh)" >&2; exit 2; }
 mkdir -p "$out"
@@ -23,7 +27,7 @@ run() {  # NAME SEED ARGS...
   (cd build && "$bench" soak "$@" --seed "$seed" --minutes 4 --json "$f.json" >"$f.log" 2>&1)
   echo "$(date +%T) $name $seed rc=$? $(grep -E '^soak:' "$f.log")" >>"$out/summary.txt"
 }
-for i in $(seq 1 "$count"); do
+for i in $(seq "$first" "$count"); do
   run ucx2 $((90100 + i)) --backend ucx --rails 2
   run ucx1 $((90200 + i)) --backend ucx --rails 1
   run gloo $((90300 + i)) --backend gloo
