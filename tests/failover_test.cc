@@ -21,7 +21,6 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support/mw_test.h"
 #include "tests/support/process.h"
 #include "tests/support/redis_server.h"
 #include "tools/lab/checked_traffic.h"
@@ -547,70 +546,4 @@ TEST(Failover, KilledMemberBreaksItsWorldsAtOnceWithoutPathFaults) {
     EXPECT_EQ(m->errors.load(), 0);
     EXPECT_EQ(m->duplicated.load() + m->reordered.load() + m->corrupt.load(), 0);
   }
-}
-
-// ---- 6. a member that drops a broken world is not blamed for it -------------------------------
-
-struct BlameBoard {
-  std::atomic<int> formed{0}, judged{0}, resumed{0};
-  std::atomic<int> finder_blamed{-100}, peer_blamed{-100};
-};
-
-// Rank 2 stops. Rank 1, with a short heartbeat timeout, finds it, breaks
-// the world naming it (its notice goes to Redis) and destroys the world
-// as soon as it hears of the break, as a serving stack re-forming its
-// worlds does; it stays alive, so that no exit tells anything. Rank 0,
-// patient, may not have read the notice yet when rank 1's endpoints go:
-// that is a world dropped after a break, not a member leaving a healthy
-// one with a goodbye, so rank 0 must name rank 2, not rank 1. Over rails,
-// where no break word travels in-band ahead of a goodbye.
-TEST(Failover, AMemberThatDestroysABrokenWorldIsNotBlamedForIt) {
-  SKIP_WITHOUT_NETNS();
-  Lab lab(3, 2);
-  RedisServer redis;
-  mwlab::Shared<BlameBoard> b;
-  Workers w;
-  for (int r = 0; r < 3; ++r) {
-    w.add([&, r]() -> int {
-      if (!NetLab::enter(lab.ns(r))) return 4;
-      mw_config_t* cfg = nullptr;
-      if (mw_config_new(&cfg) != MW_OK) return 5;
-      const std::vector<std::pair<std::string, std::string>> settings = {
-          {"redis_url", redis.url()},
-          {"data_addresses", Lab::addresses({0, 1}, r)},
-          {"heartbeat_interval_ms", "100"},
-          {"heartbeat_timeout_ms", r == 1 ? "500" : "20000"}};
-      bool ok = true;
-      for (const auto& [k, v] : settings) ok = ok && mw_config_set(cfg, k.c_str(), v.c_str()) == MW_OK;
-      mw_context_t* ctx = nullptr;
-      ok = ok && mw_context_new(cfg, &ctx) == MW_OK;
-      mw_config_free(cfg);
-      if (!ok) return 6;
-      mw_world_t* world = nullptr;
-      if (mw_world_create(ctx, "blame", r, 3, MW_BACKEND_UCX, 0, 60000, &world) != MW_OK) return 7;
-      b->formed.fetch_add(1);
-      if (r == 2) {
-        eventually([&] { return b->resumed.load() != 0; }, 60s);
-      } else if (r == 1) {
-        b->finder_blamed.store(nextBreakPeer(ctx));
-        mw_world_destroy(world);
-        world = nullptr;
-        eventually([&] { return b->judged.load() != 0; }, 60s);
-      } else {
-        b->peer_blamed.store(nextBreakPeer(ctx, 15s));
-      }
-      if (world) mw_world_destroy(world);
-      mw_context_free(ctx);
-      return 0;
-    });
-  }
-  ASSERT_TRUE(eventually([&] { return b->formed.load() == 3; }, 60s));
-  ASSERT_TRUE(stopProcess(w.pids()[2]));
-  EXPECT_TRUE(eventually([&] { return b->peer_blamed.load() != -100; }, 25s));
-  b->judged.store(1);
-  b->resumed.store(1);
-  kill(w.pids()[2], SIGCONT);
-  EXPECT_TRUE(w.join(30s));
-  EXPECT_EQ(b->finder_blamed.load(), 2);
-  EXPECT_EQ(b->peer_blamed.load(), 2) << "rank 0 blamed the member that dropped the broken world";
 }
